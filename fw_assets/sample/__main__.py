@@ -1,0 +1,48 @@
+"""CLI: `python -m fw_assets.sample ROOT [--dumps ...] [--rows N] [--files N] [--seed N]`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from fw_assets.sample.generator import (
+    DEFAULT_DUMPS,
+    DEFAULT_DUP_SHARE,
+    DEFAULT_ROWS,
+    write_sample_dump,
+)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse arguments and write the sample dumps, printing each file as it lands."""
+    parser = argparse.ArgumentParser(
+        prog="python -m fw_assets.sample",
+        description="Write FineWeb-Edu-shaped sample dumps to ROOT/data/<dump>/train-*.parquet.",
+    )
+    parser.add_argument("root", type=Path, help="snapshot root (e.g. the FW_SOURCE_DIR)")
+    parser.add_argument("--dumps", nargs="+", default=list(DEFAULT_DUMPS), metavar="DUMP")
+    parser.add_argument("--rows", type=int, default=DEFAULT_ROWS, help="rows per dump")
+    parser.add_argument("--files", type=int, default=1, help="parquet files per dump")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--dup-share", type=float, default=DEFAULT_DUP_SHARE,
+        help="share of rows that are near-duplicates across dumps",
+    )
+    args = parser.parse_args(argv)
+    for dump in args.dumps:
+        began = time.perf_counter()
+        try:
+            paths = write_sample_dump(
+                args.root, dump, args.rows, args.files, args.seed, args.dup_share
+            )
+        except ValueError as error:
+            parser.error(str(error))
+        seconds = time.perf_counter() - began
+        print(f"{dump}: {args.rows} rows in {len(paths)} file(s), {seconds:.1f} s")
+        for path in paths:
+            print(f"  {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Tests of the FineWeb-Edu-shaped sample generator (fw_assets.sample)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from fw_assets.sample import (
+    SCHEMA,
+    sample_scores,
+    sample_table,
+    write_sample_dump,
+    write_sample_dumps,
+)
+from fw_assets.sample.__main__ import main
+from fw_assets.sample.generator import _write_parquet_atomically
+
+DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
+ROWS = 6_000  # per dump
+
+EXPECTED_SCHEMA = pa.schema(
+    [
+        ("text", pa.string()),
+        ("id", pa.string()),
+        ("dump", pa.string()),
+        ("url", pa.string()),
+        ("file_path", pa.string()),
+        ("language", pa.string()),
+        ("language_score", pa.float64()),
+        ("token_count", pa.int64()),
+        ("score", pa.float64()),
+        ("int_score", pa.int64()),
+    ]
+)
+ID = re.compile(r"<urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}>")
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> tuple[Path, dict[str, list[Path]]]:
+    root = tmp_path_factory.mktemp("sample")
+    return root, write_sample_dumps(root, DUMPS, rows_per_dump=ROWS, files_per_dump=2, seed=0)
+
+
+@pytest.fixture(scope="module")
+def tables(sample) -> dict[str, pa.Table]:
+    _, files = sample
+    return {dump: pa.concat_tables(map(pq.read_table, paths)) for dump, paths in files.items()}
+
+
+def test_files_are_named_like_a_hugging_face_snapshot(sample):
+    root, files = sample
+    for dump in DUMPS:
+        assert files[dump] == [
+            root / "data" / dump / "train-00000-of-00002.parquet",
+            root / "data" / dump / "train-00001-of-00002.parquet",
+        ]
+    assert sorted(p.name for p in (root / "data").rglob("*")) == sorted(
+        [*DUMPS] + [p.name for d in DUMPS for p in files[d]]
+    )  # no temp files left behind
+
+
+def test_schema_row_groups_and_compression(sample):
+    _, files = sample
+    assert SCHEMA == EXPECTED_SCHEMA
+    for path in files[DUMPS[0]]:
+        meta = pq.ParquetFile(path).metadata
+        assert pq.read_schema(path).equals(EXPECTED_SCHEMA)  # names, order and types
+        assert meta.num_rows == ROWS // 2
+        assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1000] * 3
+        assert meta.row_group(0).column(0).compression == "SNAPPY"
+
+
+def test_columns_follow_the_contract(tables):
+    for dump, t in tables.items():
+        assert t.num_rows == ROWS
+        assert set(t["dump"].to_pylist()) == {dump}
+        assert set(t["language"].to_pylist()) == {"en"}
+        lang = t["language_score"].to_numpy()
+        assert lang.min() >= 0.65 and lang.max() <= 1.0
+        file_path = re.compile(
+            rf"s3://commoncrawl/crawl-data/{dump}/segments/\d{{13}}\.\d+/warc/"
+            r"CC-MAIN-\d{14}-\d{5}\.warc\.gz"
+        )
+        assert all(file_path.fullmatch(p) for p in t["file_path"].to_pylist())
+        url = re.compile(r"https://www\.[a-z]+\.com/[a-z]+/[a-z]+-[a-z]+")
+        assert all(url.fullmatch(u) for u in t["url"].to_pylist())
+        words = pc.list_value_length(pc.utf8_split_whitespace(t["text"])).to_numpy()
+        assert np.array_equal(t["token_count"].to_numpy(), np.rint(1.3 * words))
+
+
+def test_ids_are_uuid4_urns_unique_across_dumps(tables):
+    ids = [i for t in tables.values() for i in t["id"].to_pylist()]
+    assert all(ID.fullmatch(i) for i in ids)
+    assert len(set(ids)) == len(ids) == 2 * ROWS
+
+
+SEED_QUANTILES = {0.5: 2.9062, 0.75: 3.2344, 0.9: 3.5781, 0.95: 3.7812, 0.99: 4.125}
+
+
+def test_scores_follow_the_seed_distribution():
+    scores = sample_scores(np.random.default_rng(1), 50_000)  # what the generator draws from
+    assert np.all(scores * 64 == np.round(scores * 64))  # bfloat16-like: multiples of 1/64
+    assert scores.min() == 2.515625 and scores.max() <= 5.21875
+    quantiles = np.quantile(scores, list(SEED_QUANTILES))
+    assert quantiles == pytest.approx(list(SEED_QUANTILES.values()), abs=0.04)
+    assert scores.mean() == pytest.approx(3.0, abs=0.03)
+    assert scores.std() == pytest.approx(0.40, abs=0.02)
+    for boundary in (3.0, 3.5, 4.0):  # bucket boundaries are hit exactly
+        assert (scores == boundary).sum() >= 50
+    assert ((scores >= 2.796875) & (scores <= 2.8125)).sum() >= 1_000
+
+
+def test_written_scores_have_the_same_distribution(tables):
+    scores = np.concatenate([t["score"].to_numpy() for t in tables.values()])
+    assert np.all(scores * 64 == np.round(scores * 64))
+    assert scores.min() >= 2.515625 and scores.max() <= 5.21875
+    quantiles = np.quantile(scores, list(SEED_QUANTILES))
+    assert quantiles == pytest.approx(list(SEED_QUANTILES.values()), abs=0.08)
+
+
+def test_int_score_is_python_round_of_clamped_score(tables):
+    for t in tables.values():
+        expected = [int(round(min(max(s, 0.0), 5.0))) for s in t["score"].to_pylist()]
+        assert t["int_score"].to_pylist() == expected
+
+
+def test_text_lengths_are_web_page_like_and_heavy_tailed(tables):
+    lengths = np.concatenate([pc.binary_length(t["text"]).to_numpy() for t in tables.values()])
+    assert 2_000 <= np.median(lengths) <= 6_000
+    assert lengths.max() >= 10 * np.median(lengths)
+    assert lengths.max() <= 250_000
+    text = tables[DUMPS[0]]["text"][0].as_py()
+    assert text[0].isupper() and text.endswith(".") and ". " in text
+
+
+def test_near_duplicates_exist_across_dumps(tables):
+    earlier, later = (tables[d].to_pydict() for d in DUMPS)
+    by_url = dict(zip(earlier["url"], earlier["text"]))
+    pairs = [(by_url[u], text) for u, text in zip(later["url"], later["text"]) if u in by_url]
+    assert 0.04 <= len(pairs) / ROWS <= 0.06  # default 5%
+    for a, b in pairs:
+        wa, wb = a.split(), b.split()
+        assert len(wa) == len(wb)
+        changed = sum(x != y for x, y in zip(wa, wb))
+        assert 1 <= changed <= 2 * (1 + len(wa) // 200)  # each copy has a few edits of its own
+    assert not set(earlier["id"]) & set(later["id"])
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
+    first = write_sample_dump(tmp_path / "a", DUMPS[0], rows=1_500, files=2, seed=7)
+    again = write_sample_dump(tmp_path / "b", DUMPS[0], rows=1_500, files=2, seed=7)
+    other = write_sample_dump(tmp_path / "c", DUMPS[0], rows=1_500, files=2, seed=8)
+    for a, b, c in zip(first, again, other):
+        assert a.read_bytes() == b.read_bytes()
+        assert a.read_bytes() != c.read_bytes()
+
+
+def test_rerun_replaces_stale_files(tmp_path):
+    write_sample_dump(tmp_path, DUMPS[0], rows=30, files=3)
+    paths = write_sample_dump(tmp_path, DUMPS[0], rows=30, files=1)
+    assert sorted((tmp_path / "data" / DUMPS[0]).iterdir()) == paths
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path):
+    def chunks():
+        yield sample_table("CC-MAIN-2013-20", 0, 10)
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        _write_parquet_atomically(tmp_path / "train-00000-of-00001.parquet", chunks())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_arguments_are_rejected(tmp_path):
+    with pytest.raises(ValueError, match="CC-MAIN-YYYY-WW"):
+        write_sample_dump(tmp_path, "2013-20", rows=10)
+    with pytest.raises(ValueError, match="files"):
+        write_sample_dump(tmp_path, DUMPS[0], rows=10, files=0)
+    assert not (tmp_path / "data").exists()
+
+
+def test_cli(tmp_path, capsys):
+    main([str(tmp_path), "--dumps", "CC-MAIN-2014-10", "--rows", "40", "--files", "2"])
+    folder = tmp_path / "data" / "CC-MAIN-2014-10"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "train-00000-of-00002.parquet",
+        "train-00001-of-00002.parquet",
+    ]
+    assert pq.read_table(folder).num_rows == 40
+    assert "CC-MAIN-2014-10: 40 rows" in capsys.readouterr().out
