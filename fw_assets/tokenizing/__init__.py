@@ -1,0 +1,1 @@
+"""Tokenizing building blocks: tokenizer configuration, parallel encoding, Megatron token files."""

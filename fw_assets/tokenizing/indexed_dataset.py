@@ -1,0 +1,198 @@
+"""Megatron-LM IndexedDataset files (`<prefix>.bin` + `<prefix>.idx`), byte-compatible with
+megatron.core.datasets.indexed_dataset (0.16), one sequence per document.
+
+`.idx` layout: magic `MMIDIDX\\x00\\x00`, u64 version 1, u8 dtype code, u64 sequence count,
+u64 document count (documents + 1), int32 sequence lengths, int64 byte pointers into `.bin`,
+int64 document indices 0..N. `.bin` holds the tokens back to back. Like Megatron, arrays are
+written in the machine's byte order (little-endian on every platform it supports).
+"""
+
+import struct
+from array import array
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+INDEX_MAGIC = b"MMIDIDX\x00\x00"
+INDEX_VERSION = 1
+# magic, version, dtype code, sequence count, document count; "<" = no padding, 34 bytes
+INDEX_HEADER = struct.Struct("<9sQBQQ")
+
+# Megatron's DType enum
+DTYPE_CODES = {
+    np.dtype(np.uint8): 1,
+    np.dtype(np.int8): 2,
+    np.dtype(np.int16): 3,
+    np.dtype(np.int32): 4,
+    np.dtype(np.int64): 5,
+    np.dtype(np.float64): 6,
+    np.dtype(np.float32): 7,
+    np.dtype(np.uint16): 8,
+}
+DTYPES_BY_CODE = {code: dtype for dtype, code in DTYPE_CODES.items()}
+
+# Index arrays are written this many entries at a time, so finalizing millions of documents
+# needs a few MB beyond the lengths themselves.
+_INDEX_WRITE_CHUNK = 1 << 20
+
+
+def optimal_token_dtype(vocab_size: int) -> np.dtype:
+    """The token dtype Megatron picks for a vocabulary (`DType.optimal_dtype`)."""
+    return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
+
+
+def bin_path(prefix: Path) -> Path:
+    """`<prefix>.bin` (appended, not a suffix swap: prefixes like `CC-MAIN-2024-10` or `2.8/x`)."""
+    return Path(f"{prefix}.bin")
+
+
+def idx_path(prefix: Path) -> Path:
+    """`<prefix>.idx`."""
+    return Path(f"{prefix}.idx")
+
+
+class IndexedDatasetWriter:
+    """Streams documents into `<prefix>.bin`; `finalize()` writes `<prefix>.idx`.
+
+    Memory is 4 bytes per document (its length), whatever the number of tokens. Used as a
+    context manager, an exception deletes the partial `.bin` and writes no `.idx`.
+    """
+
+    def __init__(self, prefix: Path, dtype: np.dtype | type) -> None:
+        self.prefix = Path(prefix)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in DTYPE_CODES or self.dtype.kind not in "iu":
+            raise ValueError(f"token dtype must be an integer Megatron dtype, got {self.dtype}")
+        self._lengths = array("i")
+        if self._lengths.itemsize != 4:
+            raise RuntimeError("this platform's C int is not 32 bits; the index needs int32")
+        self.token_count = 0
+        # a stale .idx beside the new .bin would describe other tokens until finalize()
+        idx_path(self.prefix).unlink(missing_ok=True)
+        self._bin = open(bin_path(self.prefix), "wb")
+
+    @property
+    def document_count(self) -> int:
+        return len(self._lengths)
+
+    def add_document(self, tokens: np.ndarray) -> None:
+        """Append one document's tokens (a 1-D integer array) to `.bin`."""
+        tokens = _as_token_dtype(np.asarray(tokens), self.dtype)
+        if tokens.size > np.iinfo(np.int32).max:
+            raise ValueError(f"a document of {tokens.size} tokens does not fit the int32 index")
+        self._bin.write(memoryview(np.ascontiguousarray(tokens)))
+        self._lengths.append(tokens.size)
+        self.token_count += tokens.size
+
+    def finalize(self) -> None:
+        """Close `.bin` and write `.idx`; the pair is readable only after this."""
+        self._bin.close()
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)
+        with open(idx_path(self.prefix), "wb") as stream:
+            header = INDEX_HEADER.pack(
+                INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[self.dtype], len(lengths), len(lengths) + 1
+            )
+            stream.write(header)
+            stream.write(memoryview(lengths))
+            _write_byte_pointers(stream, lengths, self.dtype.itemsize)
+            _write_document_indices(stream, len(lengths))
+
+    def abort(self) -> None:
+        """Close and delete the partial `.bin`."""
+        self._bin.close()
+        bin_path(self.prefix).unlink(missing_ok=True)
+
+    def __enter__(self) -> "IndexedDatasetWriter":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.finalize()
+        else:
+            self.abort()
+
+
+def _as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`tokens` as `dtype`, refusing values it cannot hold (a silent wrap would corrupt data)."""
+    if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
+        raise ValueError(f"a document is a 1-D integer array, got {tokens.dtype} {tokens.shape}")
+    if tokens.dtype == dtype:
+        return tokens
+    limits = np.iinfo(dtype)
+    if tokens.size and (tokens.min() < limits.min or tokens.max() > limits.max):
+        raise ValueError(f"token ids {tokens.min()}..{tokens.max()} do not fit {dtype}")
+    return tokens.astype(dtype)
+
+
+def _write_byte_pointers(stream, lengths: np.ndarray, itemsize: int) -> None:
+    """Each sequence's byte offset in `.bin`: the exclusive running sum of its byte lengths."""
+    offset = 0
+    for start in range(0, len(lengths), _INDEX_WRITE_CHUNK):
+        nbytes = lengths[start : start + _INDEX_WRITE_CHUNK].astype(np.int64) * itemsize
+        pointers = np.cumsum(nbytes) - nbytes + offset
+        stream.write(memoryview(pointers))
+        offset += int(nbytes.sum())
+
+
+def _write_document_indices(stream, document_count: int) -> None:
+    """0, 1, …, N: document i is sequence i (one sequence per document)."""
+    for start in range(0, document_count + 1, _INDEX_WRITE_CHUNK):
+        stop = min(start + _INDEX_WRITE_CHUNK, document_count + 1)
+        stream.write(memoryview(np.arange(start, stop, dtype=np.int64)))
+
+
+class IndexedDatasetReader:
+    """Memory-mapped view of a `.bin`/`.idx` pair; `reader[i]` is document i's tokens."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = Path(prefix)
+        index = np.memmap(idx_path(self.prefix), dtype=np.uint8, mode="r")
+        if len(index) < INDEX_HEADER.size:
+            raise ValueError(f"{idx_path(self.prefix)}: {len(index)} bytes, less than a header")
+        magic, version, code, sequence_count, document_count = INDEX_HEADER.unpack_from(index)
+        self._check_header(magic, version, code)
+        self.dtype = DTYPES_BY_CODE[code]
+        offset = INDEX_HEADER.size
+        self.sequence_lengths = np.frombuffer(index, np.int32, sequence_count, offset)
+        offset += self.sequence_lengths.nbytes
+        self.sequence_pointers = np.frombuffer(index, np.int64, sequence_count, offset)
+        offset += self.sequence_pointers.nbytes
+        self.document_indices = np.frombuffer(index, np.int64, document_count, offset)
+        self.token_count = int(self.sequence_lengths.sum(dtype=np.int64))
+        self._tokens = self._map_tokens()
+
+    def _check_header(self, magic: bytes, version: int, code: int) -> None:
+        path = idx_path(self.prefix)
+        if magic != INDEX_MAGIC:
+            raise ValueError(f"{path}: magic {magic!r} is not {INDEX_MAGIC!r}")
+        if version != INDEX_VERSION:
+            raise ValueError(f"{path}: version {version}, only {INDEX_VERSION} is known")
+        if code not in DTYPES_BY_CODE:
+            raise ValueError(f"{path}: unknown dtype code {code}")
+
+    def _map_tokens(self) -> np.ndarray:
+        path = bin_path(self.prefix)
+        expected = self.token_count * self.dtype.itemsize
+        actual = path.stat().st_size
+        if actual != expected:
+            raise ValueError(f"{path}: {actual} bytes, the index describes {expected}")
+        if actual == 0:  # numpy cannot map an empty file
+            return np.empty(0, self.dtype)
+        return np.memmap(path, dtype=self.dtype, mode="r")
+
+    @property
+    def document_count(self) -> int:
+        return len(self.document_indices) - 1
+
+    def __len__(self) -> int:
+        return len(self.sequence_lengths)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        start = int(self.sequence_pointers[i]) // self.dtype.itemsize
+        return self._tokens[start : start + int(self.sequence_lengths[i])]
