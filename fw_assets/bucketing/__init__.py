@@ -1,0 +1,1 @@
+"""The per-dump bucketing chain: raw -> sampled -> bucketed."""

@@ -1,0 +1,156 @@
+"""raw -> sampled -> bucketed, one partition per dump, each run holding the whole chain."""
+
+import time
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets.bucketing.inputs import DumpSource, read_dump_source
+from fw_assets.bucketing.layout import bucket_dump_dirs, selection_path
+from fw_assets.lib.manifest import as_records
+from fw_assets.lib.markdown import table
+from fw_assets.bucketing.steps import bucket_stats, selection_counts, write_buckets, write_selection
+from fw_assets.lib.progress import ProgressReporter
+from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.sql import load_sql, sql_fingerprint
+from fw_assets.partitions import dump_partitions
+from fw_assets.policy import SEED_POLICY
+from fw_assets.resources import DuckDBResource, FineWebStorage
+
+POLICY = SEED_POLICY
+
+PER_DUMP = dict(
+    partitions_def=dump_partitions,
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+    group_name="fineweb_edu",
+)
+
+
+def _source(context: dg.AssetExecutionContext, storage: FineWebStorage) -> DumpSource:
+    dump = context.partition_key
+    return read_dump_source(dump, storage.dump_dir(dump))
+
+
+def _spill_dir(storage: FineWebStorage) -> Path:
+    return storage.output_root / ".staging" / "duckdb-spill"
+
+
+@dg.asset(
+    **PER_DUMP,
+    code_version=sql_fingerprint("score_histogram"),
+    kinds={"parquet"},
+    description="The dump's FineWeb-Edu source files as downloaded (nothing is copied): "
+    "a manifest of files, rows, bytes and schema, and a score histogram.",
+)
+def raw(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    source = _source(context, storage)
+    with duckdb.connect(_spill_dir(storage)) as con:
+        histogram = con.execute(load_sql("score_histogram"), {"files": source.paths}).fetchall()
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": source.rows,
+            "files": len(source.files),
+            "bytes": dg.MetadataValue.int(source.bytes),
+            "folder": dg.MetadataValue.path(str(source.folder)),
+            "score_histogram": dg.MetadataValue.md(
+                table(["score from", "rows"], [(s if s is not None else "null", n) for s, n in histogram])
+            ),
+            "manifest": dg.MetadataValue.json(as_records(list(source.files))),
+        }
+    )
+
+
+@dg.asset(
+    **PER_DUMP,
+    deps=[raw],
+    pool="duckdb",
+    code_version=f"{POLICY.fingerprint()}-{sql_fingerprint('select_sample', 'selection_counts')}",
+    kinds={"duckdb", "parquet"},
+    description="Every row's bucket and keep/drop decision by the sampler of record "
+    "(md5 of seed, id and bucket bounds). Compact: no text.",
+)
+def sampled(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    source = _source(context, storage)
+    started = time.monotonic()
+    with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
+        staged = staging.path / "selection.parquet"
+        reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
+        with duckdb.connect(_spill_dir(storage)) as con:
+            write_selection(con, source.paths, staged, POLICY, reporter)
+            counts = selection_counts(con, staged)
+        staging.publish({selection_path(storage.output_root, source.dump): staged})
+    return dg.MaterializeResult(metadata=_selection_metadata(counts, time.monotonic() - started))
+
+
+def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: float) -> dict:
+    rows_in = sum(rows for rows, _ in per_bucket.values())
+    kept = sum(k for _, k in per_bucket.values())
+    metadata = {
+        "dagster/row_count": kept,
+        "rows_in": rows_in,
+        "rows_kept": kept,
+        "seconds": round(seconds, 2),
+        "rows_per_second": round(rows_in / max(seconds, 1e-9)),
+        "policy": dg.MetadataValue.json(
+            {"seed": POLICY.seed, "buckets": [[b.low, str(b.high), b.rate] for b in POLICY.buckets]}
+        ),
+    }
+    rows = []
+    for bucket in [None] + [b.name for b in POLICY.buckets]:
+        bucket_in, bucket_kept = per_bucket.get(bucket, (0, 0))
+        share = bucket_kept / bucket_in if bucket_in else 0.0
+        label = bucket or "below 2.8"
+        rows.append((label, bucket_in, bucket_kept, f"{share:.2%}"))
+        if bucket:
+            metadata[f"rows_in_{bucket}"] = bucket_in
+            metadata[f"rows_kept_{bucket}"] = bucket_kept
+            metadata[f"kept_share_{bucket}"] = round(share, 4)
+    metadata["buckets"] = dg.MetadataValue.md(table(["bucket", "rows in", "kept", "kept share"], rows))
+    return metadata
+
+
+@dg.asset(
+    **PER_DUMP,
+    deps=[sampled],
+    pool="duckdb",
+    code_version=f"{POLICY.fingerprint()}-{sql_fingerprint('write_buckets', 'bucket_counts')}",
+    kinds={"duckdb", "parquet"},
+    description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/.",
+)
+def bucketed(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    source = _source(context, storage)
+    selection = selection_path(storage.output_root, source.dump)
+    started = time.monotonic()
+    with staged_publication(storage.output_root, f"bucketed-{source.dump}") as staging:
+        reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
+        with duckdb.connect(_spill_dir(storage)) as con:
+            folders = write_buckets(con, source.paths, selection, staging.path / "out", reporter)
+            written = bucket_stats(con, folders)
+        targets = bucket_dump_dirs(storage.output_root, source.dump, POLICY)
+        staging.publish({target: folders.get(bucket) for bucket, target in targets.items()})
+    return dg.MaterializeResult(metadata=_bucketed_metadata(written, time.monotonic() - started))
+
+
+def _bucketed_metadata(written: dict[str, dict], seconds: float) -> dict:
+    rows = sum(w["rows"] for w in written.values())
+    metadata = {
+        "dagster/row_count": rows,
+        "bytes_written": dg.MetadataValue.int(sum(w["bytes"] for w in written.values())),
+        "seconds": round(seconds, 2),
+        "rows_per_second": round(rows / max(seconds, 1e-9)),
+    }
+    for bucket in [b.name for b in POLICY.buckets]:
+        metadata[f"rows_{bucket}"] = written.get(bucket, {}).get("rows", 0)
+    metadata["buckets"] = dg.MetadataValue.md(
+        table(
+            ["bucket", "rows", "files", "bytes"],
+            [(b, w["rows"], w["files"], w["bytes"]) for b, w in sorted(written.items())],
+        )
+    )
+    return metadata

@@ -1,0 +1,20 @@
+"""The fw_assets code location: `dagster dev -w workspace.yaml` or `-m fw_assets.definitions`."""
+
+import warnings
+
+import dagster as dg
+
+# Backfill policies and per-partition check specs are the documented way to get one run per dump
+# and per-dump check results; their beta/preview labels are known and accepted here.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+
+from fw_assets.bucketing.assets import bucketed, raw, sampled
+from fw_assets.jobs import dump_chain_job
+from fw_assets.resources import DuckDBResource, FineWebStorage
+
+defs = dg.Definitions(
+    assets=[raw, sampled, bucketed],
+    jobs=[dump_chain_job],
+    resources={"storage": FineWebStorage.from_environment(), "duckdb": DuckDBResource()},
+)

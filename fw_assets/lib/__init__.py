@@ -1,0 +1,1 @@
+"""Helpers with no Dagster definitions in them: SQL loading, publishing, progress, manifests."""

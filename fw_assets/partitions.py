@@ -1,0 +1,45 @@
+"""One static partition per Common Crawl dump: the known FineWeb-Edu dumps plus any found on disk."""
+
+import logging
+import re
+from importlib import resources
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets import settings
+
+DUMP_KEY = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
+
+logger = logging.getLogger(__name__)
+
+
+def known_dumps() -> list[str]:
+    """The 110 dumps of HuggingFaceFW/fineweb-edu, shipped as package data."""
+    text = resources.files("fw_assets").joinpath("dumps.txt").read_text()
+    return [line.strip() for line in text.splitlines() if DUMP_KEY.match(line.strip())]
+
+
+def dump_folders(source_root: Path) -> dict[str, Path]:
+    """Dump folders under `<source_root>/data`, keyed by dump; anything else is warned about."""
+    data_dir = source_root / "data"
+    if not data_dir.is_dir():
+        return {}
+    found = {}
+    for entry in sorted(data_dir.iterdir()):
+        if entry.is_dir() and DUMP_KEY.match(entry.name):
+            found[entry.name] = entry
+        else:
+            logger.warning(
+                "Ignoring %s: not a dump folder (expected a directory named like CC-MAIN-YYYY-WW)",
+                entry,
+            )
+    return found
+
+
+def build_dump_partitions(source_root: Path) -> dg.StaticPartitionsDefinition:
+    """Known dumps together with the dump folders present when the definitions load."""
+    return dg.StaticPartitionsDefinition(sorted(set(known_dumps()) | set(dump_folders(source_root))))
+
+
+dump_partitions = build_dump_partitions(settings.source_dir())

@@ -1,0 +1,75 @@
+"""Resources: where the data lives, and DuckDB connections sized for this machine."""
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+from pydantic import Field
+
+from fw_assets import settings
+
+
+class FineWebStorage(dg.ConfigurableResource):
+    """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`)."""
+
+    source_dir: str = Field(description="Root of the fineweb-edu snapshot; holds data/<dump>/.")
+    output_dir: str = Field(description="Root of the outputs: en/, tokenized/, selection/.")
+
+    @property
+    def source_root(self) -> Path:
+        return Path(self.source_dir)
+
+    @property
+    def output_root(self) -> Path:
+        return Path(self.output_dir)
+
+    def dump_dir(self, dump: str) -> Path:
+        return self.source_root / "data" / dump
+
+    @classmethod
+    def from_environment(cls) -> "FineWebStorage":
+        return cls(source_dir=str(settings.source_dir()), output_dir=str(settings.output_dir()))
+
+
+def default_memory_limit() -> str:
+    """A quarter of physical memory: room for a second dump run and the tokenizer beside it."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return f"{max(total // 4 // 2**20, 512)}MiB"
+
+
+class DuckDBResource(dg.ConfigurableResource):
+    """One in-memory DuckDB connection per step, always closed; nothing shared between runs."""
+
+    threads: int = Field(default=0, description="Worker threads; 0 means one per core.")
+    memory_limit: str = Field(default="", description="e.g. '6GiB'; empty means a quarter of RAM.")
+    temp_directory: str = Field(
+        default="", description="Spill folder; empty means <output_dir>/.staging/duckdb-spill."
+    )
+
+    @contextmanager
+    def connect(self, spill_root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A fresh connection spilling into its own folder under `spill_root` (or temp_directory)."""
+        spill_parent = Path(self.temp_directory) if self.temp_directory else spill_root
+        spill_parent.mkdir(parents=True, exist_ok=True)
+        spill_dir = Path(tempfile.mkdtemp(prefix="duckdb-", dir=spill_parent))
+        con = duckdb.connect(
+            ":memory:",
+            config={
+                "threads": self.threads or os.cpu_count() or 1,
+                "memory_limit": self.memory_limit or default_memory_limit(),
+                "temp_directory": str(spill_dir),
+                "preserve_insertion_order": False,
+            },
+        )
+        try:
+            # Progress is only tracked with the bar on; it is read by query_progress(), not printed.
+            con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
+            yield con
+        finally:
+            con.close()
+            shutil.rmtree(spill_dir, ignore_errors=True)

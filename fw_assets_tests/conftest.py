@@ -1,0 +1,36 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from fw_assets.sample import write_sample_dumps
+
+SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
+
+
+@pytest.fixture(scope="session")
+def sample_source(tmp_path_factory) -> Path:
+    """Two generated FineWeb-Edu dumps, two files each; shared read-only by the tests."""
+    root = tmp_path_factory.mktemp("fineweb-edu")
+    write_sample_dumps(root, SAMPLE_DUMPS, rows_per_dump=4_000, files_per_dump=2, seed=7)
+    return root
+
+
+@pytest.fixture
+def dagster_home(tmp_path, monkeypatch) -> Path:
+    """A throwaway DAGSTER_HOME with this repo's dagster.yaml."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    repo_yaml = Path(__file__).resolve().parents[1] / "dagster.yaml"
+    (home / "dagster.yaml").write_text(repo_yaml.read_text())
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+def subprocess_env(source_root: Path, output_root: Path, dagster_home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "FW_SOURCE_DIR": str(source_root),
+        "FW_OUTPUT_DIR": str(output_root),
+        "DAGSTER_HOME": str(dagster_home),
+    }

@@ -1,0 +1,46 @@
+"""Shared test helpers: run the chain on real files and read what it published."""
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fw_assets.bucketing.assets import bucketed, raw, sampled
+from fw_assets.resources import DuckDBResource, FineWebStorage
+
+CHAIN = [raw, sampled, bucketed]
+
+
+def resources(source_root: Path, output_root: Path) -> dict:
+    return {
+        "storage": FineWebStorage(source_dir=str(source_root), output_dir=str(output_root)),
+        "duckdb": DuckDBResource(threads=2, memory_limit="2GiB"),
+    }
+
+
+def materialize_dump(
+    source_root: Path, output_root: Path, dump: str, assets=CHAIN, instance=None, raise_on_error=True
+) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        assets,
+        partition_key=dump,
+        resources=resources(source_root, output_root),
+        instance=instance,
+        raise_on_error=raise_on_error,
+    )
+
+
+def read_source(source_root: Path, dump: str) -> pa.Table:
+    files = sorted((source_root / "data" / dump).glob("*.parquet"))
+    return pa.concat_tables(pq.read_table(f) for f in files)
+
+
+def published_tree(output_root: Path) -> dict[str, str]:
+    """Every published file (not staging) under the output root, relative path -> sha256."""
+    return {
+        str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(output_root.rglob("*"))
+        if p.is_file() and ".staging" not in p.relative_to(output_root).parts
+    }
