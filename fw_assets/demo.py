@@ -1,0 +1,102 @@
+"""Run the whole chain on generated sample dumps, as a user would from the CLI, and summarise it.
+
+    python -m fw_assets.demo [--rows N] [--dumps DUMP ...]
+
+Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/sample/fineweb`
+(FW_OUTPUT_DIR), run history to `.dagster/` (DAGSTER_HOME), unless those variables are set.
+Each dump is one `dagster asset materialize --select '*' --partition <dump>` process.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from fw_assets import settings
+from fw_assets.lib.markdown import table
+from fw_assets.policy import SEED_POLICY
+from fw_assets.sample import DEFAULT_DUMPS, write_sample_dump
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_SOURCE = Path("data/sample/fineweb-edu")
+SAMPLE_OUTPUT = Path("data/sample/fineweb")
+
+
+def demo_environment() -> dict[str, str]:
+    """The user's environment, with the sample folders and a repo-local DAGSTER_HOME as defaults."""
+    env = dict(os.environ)
+    env.setdefault(settings.SOURCE_DIR_ENV, str((REPO / SAMPLE_SOURCE).resolve()))
+    env.setdefault(settings.OUTPUT_DIR_ENV, str((REPO / SAMPLE_OUTPUT).resolve()))
+    env.setdefault("DAGSTER_HOME", str(REPO / ".dagster"))
+    home = Path(env["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    return env
+
+
+def ensure_sample_dumps(source: Path, dumps: list[str], rows: int) -> None:
+    for dump in dumps:
+        if list((source / "data" / dump).glob("*.parquet")):
+            continue
+        started = time.monotonic()
+        write_sample_dump(source, dump, rows=rows, files=2, seed=0)
+        print(f"generated {dump}: {rows:,} rows in {time.monotonic() - started:.1f}s")
+
+
+def materialize(dump: str, env: dict[str, str], log_dir: Path) -> None:
+    """Materialize every asset of the dump through the Dagster CLI; exit with its log on failure."""
+    log = log_dir / f"{dump}.log"
+    command = [sys.executable, "-m", "dagster", "asset", "materialize",
+               "-m", "fw_assets.definitions", "--select", "*", "--partition", dump]
+    started = time.monotonic()
+    with open(log, "w") as out:
+        finished = subprocess.run(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    if finished.returncode != 0:
+        print(log.read_text()[-4000:])
+        sys.exit(f"{dump}: materialization failed (full log: {log})")
+    print(f"materialized {dump} in {time.monotonic() - started:.1f}s (log: {log})")
+
+
+def bucket_summary(output: Path, dumps: list[str]) -> str:
+    rows = []
+    for bucket in SEED_POLICY.buckets:
+        for dump in dumps:
+            files = sorted((output / "en" / bucket.name / dump).glob("*.parquet"))
+            rows.append((
+                bucket.name, dump, len(files),
+                sum(pq.read_metadata(f).num_rows for f in files),
+                sum(f.stat().st_size for f in files),
+            ))
+    return table(["bucket", "dump", "files", "rows", "bytes"], rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m fw_assets.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--dumps", nargs="+", default=list(DEFAULT_DUMPS), metavar="DUMP")
+    parser.add_argument("--rows", type=int, default=20_000, help="rows per generated dump")
+    args = parser.parse_args(argv)
+
+    env = demo_environment()
+    source, output = Path(env[settings.SOURCE_DIR_ENV]), Path(env[settings.OUTPUT_DIR_ENV])
+    ensure_sample_dumps(source, args.dumps, args.rows)
+    log_dir = Path(env["DAGSTER_HOME"]) / "demo-logs"
+    log_dir.mkdir(exist_ok=True)
+    for dump in args.dumps:
+        materialize(dump, env, log_dir)
+
+    print(f"\nsource dumps:   {source}/data/")
+    print(f"bucketed:       {output}/en/<bucket>/<dump>/*.parquet")
+    if (output / "tokenized").is_dir():
+        print(f"tokenized:      {output}/tokenized/<tokenizer>/<bucket>/<dump>.bin|.idx|.docs.parquet")
+    print(f"run history:    {env['DAGSTER_HOME']} (see it with: dagster dev -w workspace.yaml)\n")
+    print(bucket_summary(output, args.dumps))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""The README's first command: the demo runs every stage of every sample dump and says where it went."""
+
+import subprocess
+import sys
+
+from fw_assets.policy import SEED_POLICY
+from fw_assets_tests.conftest import subprocess_env
+
+
+def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, dagster_home):
+    source, output = tmp_path / "fineweb-edu", tmp_path / "fineweb"
+    dumps = ["CC-MAIN-2013-20", "CC-MAIN-2013-48"]
+    finished = subprocess.run(
+        [sys.executable, "-m", "fw_assets.demo", "--rows", "3000", "--dumps", *dumps],
+        env=subprocess_env(source, output, dagster_home),
+        capture_output=True, text=True, timeout=600,
+    )
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    for dump in dumps:
+        assert f"materialized {dump}" in finished.stdout
+        for bucket in SEED_POLICY.buckets:
+            assert list((output / "en" / bucket.name / dump).glob("*.parquet"))
+            assert f"| {bucket.name} | {dump} | 1 |" in finished.stdout
+    assert f"{output}/en/<bucket>/<dump>/*.parquet" in finished.stdout
