@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -107,11 +108,19 @@ def test_rerunning_a_dump_replaces_its_output_with_identical_rows(sample_source,
     assert set(published_tree(tmp_path)) == files_before, "a re-run must replace, not add files"
 
 
-def test_cli_materializes_a_dump_from_the_repo_root(sample_source, tmp_path, dagster_home):
+CLI_COMMANDS = {
+    "dagster asset materialize": [sys.executable, "-m", "dagster", "asset", "materialize",
+                                  "-m", "fw_assets.definitions", "--select", "raw*", "--partition"],
+    "dg launch": [str(Path(sys.executable).with_name("dg")), "launch", "--assets", "raw*", "--partition"],
+}
+
+
+@pytest.mark.parametrize("cli", sorted(CLI_COMMANDS))
+def test_cli_materializes_a_dump_from_the_repo_root(cli, sample_source, tmp_path, dagster_home):
     dump = SAMPLE_DUMPS[1]
     completed = subprocess.run(
-        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
-         "--select", "raw*", "--partition", dump],
+        [*CLI_COMMANDS[cli], dump],
+        cwd=Path(__file__).resolve().parents[1],
         env=subprocess_env(sample_source, tmp_path, dagster_home),
         capture_output=True, text=True, timeout=300,
     )
