@@ -9,6 +9,7 @@ import dagster as dg
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
+from fw_assets.automation.sensors import new_dumps
 from fw_assets.bucketing.assets import bucketed, raw, sampled
 from fw_assets.jobs import dump_chain_job
 from fw_assets.resources import DuckDBResource, FineWebStorage
@@ -16,5 +17,6 @@ from fw_assets.resources import DuckDBResource, FineWebStorage
 defs = dg.Definitions(
     assets=[raw, sampled, bucketed],
     jobs=[dump_chain_job],
+    sensors=[new_dumps],
     resources={"storage": FineWebStorage.from_environment(), "duckdb": DuckDBResource()},
 )
