@@ -1,15 +1,27 @@
 """raw -> sampled -> bucketed, one partition per dump, each run holding the whole chain."""
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.inputs import DumpSource, read_dump_source
+from fw_assets.bucketing.checks import (
+    BUCKETED_CHECK_SPECS,
+    RAW_CHECK_SPECS,
+    SAMPLED_CHECK_SPECS,
+    guard,
+    naming_unreadable_files,
+    report,
+)
+from fw_assets.bucketing.inputs import DumpSource, find_dump_source, read_dump_source
 from fw_assets.bucketing.layout import bucket_dump_dirs, selection_path
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.bucketing.steps import bucket_stats, selection_counts, write_buckets, write_selection
+from fw_assets.contracts.bucketed import check_bucketed
+from fw_assets.contracts.raw import check_raw
+from fw_assets.contracts.selection import check_selection
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.sql import load_sql, sql_fingerprint
@@ -18,6 +30,24 @@ from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DuckDBResource, FineWebStorage
 
 POLICY = SEED_POLICY
+
+Events = Iterator[dg.AssetCheckResult | dg.MaterializeResult]
+
+# The contract statements each asset runs are part of its code version.
+RAW_CONTRACT_SQL = (
+    "contract_raw_rows",
+    "contract_duplicate_ids",
+    "contract_null_counts",
+    "contract_text_nulls",
+)
+BUCKETED_CONTRACT_SQL = (
+    "contract_selection",
+    "contract_bucketed_rows",
+    "contract_bucketed_membership",
+    "contract_duplicate_ids",
+    "contract_null_counts",
+    "contract_text_nulls",
+)
 
 PER_DUMP = dict(
     partitions_def=dump_partitions,
@@ -35,21 +65,37 @@ def _spill_dir(storage: FineWebStorage) -> Path:
     return storage.output_root / ".staging" / "duckdb-spill"
 
 
+class Stopwatch:
+    """Seconds since it was made, rounded for metadata."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+
+    def seconds(self) -> float:
+        return round(time.monotonic() - self._started, 2)
+
+
 @dg.asset(
     **PER_DUMP,
-    code_version=sql_fingerprint("score_histogram"),
+    code_version=sql_fingerprint("score_histogram", *RAW_CONTRACT_SQL),
     kinds={"parquet"},
+    check_specs=RAW_CHECK_SPECS,
     description="The dump's FineWeb-Edu source files as downloaded (nothing is copied): "
-    "a manifest of files, rows, bytes and schema, and a score histogram.",
+    "a manifest of files, rows, bytes and schema, and a score histogram; recorded only when "
+    "the files pass the raw contract.",
 )
-def raw(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
-) -> dg.MaterializeResult:
-    source = _source(context, storage)
+def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource) -> Events:
+    dump = context.partition_key
+    source, problems = find_dump_source(dump, storage.dump_dir(dump))
     with duckdb.connect(_spill_dir(storage)) as con:
+        contract = Stopwatch()
+        outcomes = check_raw(con, dump, source.files, problems)
+        contract_seconds = contract.seconds()
+        yield from report(dump, "raw", outcomes)
         histogram = con.execute(load_sql("score_histogram"), {"files": source.paths}).fetchall()
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata={
+            "contract_seconds": contract_seconds,
             "dagster/row_count": source.rows,
             "files": len(source.files),
             "bytes": dg.MetadataValue.int(source.bytes),
@@ -66,24 +112,42 @@ def raw(
     **PER_DUMP,
     deps=[raw],
     pool="duckdb",
-    code_version=f"{POLICY.fingerprint()}-{sql_fingerprint('select_sample', 'selection_counts')}",
+    code_version=f"{POLICY.fingerprint()}-"
+    f"{sql_fingerprint('select_sample', 'selection_counts', 'contract_selection', *RAW_CONTRACT_SQL)}",
     kinds={"duckdb", "parquet"},
+    check_specs=SAMPLED_CHECK_SPECS,
     description="Every row's bucket and keep/drop decision by the sampler of record "
-    "(md5 of seed, id and bucket bounds). Compact: no text.",
+    "(md5 of seed, id and bucket bounds). Compact: no text. Published only when the source "
+    "still meets the raw contract and the selection meets its own.",
 )
 def sampled(
     context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
-) -> dg.MaterializeResult:
+) -> Events:
     source = _source(context, storage)
     started = time.monotonic()
     with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
         staged = staging.path / "selection.parquet"
         reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
         with duckdb.connect(_spill_dir(storage)) as con:
+            # The files may have changed since `raw` checked them, or `raw` did not run: the
+            # blocking raw rules are re-read here (key columns only, a small share of the run).
+            raw_guard = Stopwatch()
+            guard(source.dump, "raw", check_raw(con, source.dump, source.files, with_warnings=False))
+            raw_guard_seconds = raw_guard.seconds()
             write_selection(con, source.paths, staged, POLICY, reporter)
             counts = selection_counts(con, staged)
+            contract = Stopwatch()
+            outcomes = check_selection(con, source.dump, staged, POLICY, source.rows)
+            contract_seconds = contract.seconds()
+        yield from report(source.dump, "sampled", outcomes)
         staging.publish({selection_path(storage.output_root, source.dump): staged})
-    return dg.MaterializeResult(metadata=_selection_metadata(counts, time.monotonic() - started))
+    yield dg.MaterializeResult(
+        metadata={
+            **_selection_metadata(counts, time.monotonic() - started),
+            "raw_guard_seconds": raw_guard_seconds,
+            "contract_seconds": contract_seconds,
+        }
+    )
 
 
 def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: float) -> dict:
@@ -117,24 +181,42 @@ def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: 
     **PER_DUMP,
     deps=[sampled],
     pool="duckdb",
-    code_version=f"{POLICY.fingerprint()}-{sql_fingerprint('write_buckets', 'bucket_counts')}",
+    code_version=f"{POLICY.fingerprint()}-{sql_fingerprint('write_buckets', 'bucket_counts', *BUCKETED_CONTRACT_SQL)}",
     kinds={"duckdb", "parquet"},
-    description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/.",
+    check_specs=BUCKETED_CHECK_SPECS,
+    description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/, "
+    "only when they meet the bucketed contract.",
 )
 def bucketed(
     context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
-) -> dg.MaterializeResult:
+) -> Events:
     source = _source(context, storage)
     selection = selection_path(storage.output_root, source.dump)
+    if not selection.is_file():
+        raise dg.Failure(
+            f"Dump {source.dump}: no selection at {selection}; materialize sampled first. "
+            "Nothing was published."
+        )
     started = time.monotonic()
     with staged_publication(storage.output_root, f"bucketed-{source.dump}") as staging:
         reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
         with duckdb.connect(_spill_dir(storage)) as con:
-            folders = write_buckets(con, source.paths, selection, staging.path / "out", reporter)
+            with naming_unreadable_files(con, source.dump, "bucketed", source.paths):
+                folders = write_buckets(con, source.paths, selection, staging.path / "out", reporter)
             written = bucket_stats(con, folders)
+            contract = Stopwatch()
+            staged = {bucket: sorted(folder.glob("*.parquet")) for bucket, folder in folders.items()}
+            outcomes = check_bucketed(con, source.dump, staged, selection, POLICY)
+            contract_seconds = contract.seconds()
+        yield from report(source.dump, "bucketed", outcomes)
         targets = bucket_dump_dirs(storage.output_root, source.dump, POLICY)
         staging.publish({target: folders.get(bucket) for bucket, target in targets.items()})
-    return dg.MaterializeResult(metadata=_bucketed_metadata(written, time.monotonic() - started))
+    yield dg.MaterializeResult(
+        metadata={
+            **_bucketed_metadata(written, time.monotonic() - started),
+            "contract_seconds": contract_seconds,
+        }
+    )
 
 
 def _bucketed_metadata(written: dict[str, dict], seconds: float) -> dict:

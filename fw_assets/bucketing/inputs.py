@@ -5,6 +5,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from fw_assets.contracts.findings import Violation, rejection_message
+from fw_assets.contracts.raw import RAW_SCHEMA
 from fw_assets.lib.manifest import SourceFile, describe, source_files
 
 
@@ -27,20 +29,41 @@ class DumpSource:
         return sum(f.bytes for f in self.files)
 
 
-def read_dump_source(dump: str, folder: Path) -> DumpSource:
-    """Every parquet file of the dump with its footer facts; a missing, empty or unreadable dump fails."""
+def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violation]]:
+    """Every readable parquet file of the dump with its footer facts, and what is wrong with the
+    rest: a missing folder, a folder with no parquet files, a file whose footer cannot be read."""
     if not folder.is_dir():
-        raise dg.Failure(f"Dump {dump}: no source folder at {folder}.")
+        return DumpSource(dump, folder, ()), [
+            Violation("folder_missing", None, 0, f"no source folder at {folder}")
+        ]
     paths = source_files(folder)
     if not paths:
-        raise dg.Failure(f"Dump {dump}: {folder} holds no *.parquet files.")
-    files = []
+        return DumpSource(dump, folder, ()), [
+            Violation("no_files", None, 0, f"{folder} holds no *.parquet files")
+        ]
+    files, problems = [], []
     for path in paths:
         try:
             files.append(describe(path))
         except Exception as error:  # pyarrow raises several types for a damaged footer
-            raise dg.Failure(
-                f"Dump {dump}: file {path} is not a readable parquet file ({error}). "
-                "Re-download it; nothing was published."
-            ) from error
-    return DumpSource(dump=dump, folder=folder, files=tuple(files))
+            problems.append(
+                Violation(
+                    "file_unreadable",
+                    None,
+                    0,
+                    f"is not a readable parquet file ({error}); re-download it",
+                    file=path.name,
+                )
+            )
+    return DumpSource(dump, folder, tuple(files)), problems
+
+
+def read_dump_source(dump: str, folder: Path) -> DumpSource:
+    """Every parquet file of the dump; a missing, empty or unreadable dump fails."""
+    source, problems = find_dump_source(dump, folder)
+    if problems:
+        raise dg.Failure(
+            rejection_message(dump, "source", [RAW_SCHEMA.outcome(problems)]),
+            metadata={"folder": dg.MetadataValue.path(str(folder))},
+        )
+    return source

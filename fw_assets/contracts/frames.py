@@ -1,0 +1,104 @@
+"""Run the pandera schemas on what fits in memory: footer schemas and sampled rows."""
+
+from pathlib import Path
+
+import pandas as pd
+import pandera.errors
+import pandera.pandas as pa
+import pyarrow
+import pyarrow.parquet as pq
+
+from fw_assets.contracts.findings import MAX_EXAMPLES, Violation, count_rows, short
+
+# pandera's own names for its built-in column checks, as our rule suffixes.
+_BUILTIN_RULES = {"not_nullable": "null", "field_uniqueness": "duplicate"}
+# DuckDB reads these the same as `string`; a re-sharded copy (polars, arrow) may use them.
+_STRING_LIKE = (pyarrow.large_string(), pyarrow.string_view())
+
+
+def footer_frame(path: Path, *, string_like_as_string: bool = False) -> pd.DataFrame:
+    """An empty frame with the file's column names and arrow types, from its footer alone."""
+    schema = pq.read_schema(path)
+    if string_like_as_string:
+        schema = pyarrow.schema(
+            f.with_type(pyarrow.string()) if f.type in _STRING_LIKE else f for f in schema
+        )
+    return schema.empty_table().to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def footer_violations(
+    schema: pa.DataFrameSchema, frame: pd.DataFrame, file: str, rows: int
+) -> list[Violation]:
+    """Missing, unexpected, misordered or mistyped columns of one file (`frame` from its footer)."""
+    failures = _failure_cases(_structure(schema), frame)
+    violations = []
+    for case in failures.itertuples():
+        check, found = str(case.check), str(case.failure_case)
+        if check == "column_in_dataframe":
+            column, rule, problem = found, "column_missing", "is missing"
+        elif check == "column_in_schema":
+            column, rule, problem = found, "column_unexpected", "is not part of the contract"
+        elif check == "column_ordered":
+            order = ", ".join(schema.columns)
+            column, rule, problem = found, "column_order", f"is out of order (expected {order})"
+        elif check.startswith("dtype("):
+            expected = _type_name(check.removeprefix("dtype('").removesuffix("')"))
+            column, rule = case.column, "column_type"
+            problem = f"has type {_type_name(found)}, expected {expected}"
+        else:
+            raise ValueError(f"unexpected footer check {check!r} on {file}")
+        violations.append(Violation(rule, column, rows, f"{problem} ({count_rows(rows)})", file))
+    return violations
+
+
+def row_violations(
+    schema: pa.DataFrameSchema, frame: pd.DataFrame, file: str, problems: dict[str, str]
+) -> list[Violation]:
+    """Failing rows of an in-memory `frame` per rule, with example ids; `problems` by rule name."""
+    failures = _failure_cases(schema, frame)
+    violations = []
+    for (column, check), cases in failures.groupby(["column", "check"], sort=True):
+        rule = rule_name(str(column), str(check))
+        rows = frame.loc[sorted(set(cases["index"]))]
+        examples = tuple(
+            f"{row.id}: {column}={short(row[column])}" if column != "id" else f"{row.id}"
+            for _, row in rows.head(MAX_EXAMPLES).iterrows()
+        )
+        problem = f"{len(rows):,} of {len(frame):,} sampled rows {problems[rule]}"
+        violations.append(Violation(rule, str(column), len(rows), problem, file, examples))
+    return violations
+
+
+def failing_rows(schema: pa.DataFrameSchema, frame: pd.DataFrame) -> dict[str, int]:
+    """Rows of `frame` breaking each rule it breaks (warning-level checks only warn)."""
+    failures = _failure_cases(schema, frame)
+    rows: dict[str, set] = {}
+    for case in failures.itertuples():
+        rows.setdefault(rule_name(str(case.column), str(case.check)), set()).add(case.index)
+    return {rule: len(indexes) for rule, indexes in rows.items()}
+
+
+def rule_name(column: str, check: str) -> str:
+    """The rule a pandera failure case belongs to: its check's name, or `<column>_null` etc."""
+    return f"{column}_{_BUILTIN_RULES[check]}" if check in _BUILTIN_RULES else check
+
+
+def _structure(schema: pa.DataFrameSchema) -> pa.DataFrameSchema:
+    """The schema's columns, types and strictness without its value checks: a footer has no rows,
+    and a check reading a missing column would only repeat that it is missing."""
+    bare = schema.update_columns({name: {"checks": []} for name in schema.columns})
+    bare.checks = []
+    return bare
+
+
+def _failure_cases(schema: pa.DataFrameSchema, frame: pd.DataFrame) -> pd.DataFrame:
+    try:
+        schema.validate(frame, lazy=True)
+    except pandera.errors.SchemaErrors as errors:
+        return errors.failure_cases
+    return pd.DataFrame(columns=["column", "check", "failure_case", "index"])
+
+
+def _type_name(dtype: str) -> str:
+    """`double[pyarrow]` -> `double`."""
+    return dtype.removesuffix("[pyarrow]")

@@ -1,0 +1,585 @@
+"""Contracts that stop bad data: every bad input is either refused with a message naming the dump,
+file, column, rows and examples, or accepted; either way the output published before is kept."""
+
+import math
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+from fw_assets.bucketing.assets import bucketed, sampled
+from fw_assets.bucketing.layout import bucketed_files, selection_path
+from fw_assets.contracts import rules
+from fw_assets.contracts.bucketed import check_bucketed
+from fw_assets.contracts.frames import failing_rows
+from fw_assets.contracts.raw import check_raw
+from fw_assets.contracts.schemas import raw_schema, selection_schema
+from fw_assets.contracts.selection import binomial_tolerance, check_selection
+from fw_assets.lib.manifest import describe
+from fw_assets.policy import SEED_POLICY
+from fw_assets.sample import sample_table, write_sample_dump
+from fw_assets_tests import bad_inputs as bad
+from fw_assets_tests.conftest import subprocess_env
+from fw_assets_tests.helpers import materialize_dump, published_tree
+
+DUMP = "CC-MAIN-2013-20"
+OTHER_DUMP = "CC-MAIN-2013-48"
+ROWS, FILES = 2_000, 2
+FIRST, SECOND = "train-00000-of-00002.parquet", "train-00001-of-00002.parquet"
+
+
+@pytest.fixture(scope="module")
+def good_dump(tmp_path_factory) -> tuple[Path, Path]:
+    """A generated dump, and the output a clean run published for it."""
+    source = tmp_path_factory.mktemp("source")
+    write_sample_dump(source, DUMP, ROWS, FILES, seed=11)
+    output = tmp_path_factory.mktemp("published")
+    materialize_dump(source, output, DUMP)
+    return source, output
+
+
+@dataclass
+class Run:
+    result: dg.ExecuteInProcessResult
+
+    def failure(self, step: str) -> str:
+        """The user-facing message of the step's failure."""
+        return self.result.failure_data_for_node(step).user_failure_data.description
+
+    def check(self, asset: str, name: str) -> dg.AssetCheckEvaluation:
+        (evaluation,) = [
+            e
+            for e in self.result.get_asset_check_evaluations()
+            if e.asset_key == dg.AssetKey(asset) and e.check_name == name
+        ]
+        return evaluation
+
+    def materialized(self, asset: str) -> bool:
+        return bool(self.result.asset_materializations_for_node(asset))
+
+
+@dataclass
+class Workspace:
+    """A copy of the good dump and of its published output, for one test to damage."""
+
+    source: Path
+    output: Path
+    published_before: dict[str, str]
+
+    def file(self, name: str) -> Path:
+        return self.source / "data" / DUMP / name
+
+    def run(self, assets=None, dump: str = DUMP, instance=None) -> Run:
+        kwargs = {"assets": assets} if assets else {}
+        return Run(
+            materialize_dump(
+                self.source, self.output, dump, instance=instance, raise_on_error=False, **kwargs
+            )
+        )
+
+    def bucket_rows(self) -> dict[str, set[tuple]]:
+        """The published rows of the dump per bucket, as (id, text, score)."""
+        return {
+            bucket: {
+                (r["id"], r["text"], r["score"])
+                for f in files
+                for r in pq.read_table(f).to_pylist()
+            }
+            for bucket, files in bucketed_files(self.output, DUMP, SEED_POLICY).items()
+        }
+
+
+@pytest.fixture
+def workspace(good_dump, tmp_path) -> Workspace:
+    source, output = good_dump
+    shutil.copytree(source, tmp_path / "source")
+    shutil.copytree(output, tmp_path / "output")
+    return Workspace(tmp_path / "source", tmp_path / "output", published_tree(tmp_path / "output"))
+
+
+def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: str) -> str:
+    """The run failed at `asset` with a message naming the dump and `phrases`; the failed check
+    carries the same; the stages after it did not run; the published files are untouched."""
+    assert not run.result.success
+    message = run.failure(asset)
+    for phrase in (DUMP, *phrases):
+        assert phrase in message, f"{phrase!r} not in:\n{message}"
+    assert "nothing was published" in message
+    evaluation = run.check(asset, check)
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert evaluation.partition == DUMP
+    problems = " ".join(evaluation.metadata["problems"].value)
+    for phrase in phrases:
+        assert phrase in problems, f"{phrase!r} not in the check's metadata: {problems}"
+    assert not run.materialized(asset)
+    assert not run.materialized("bucketed")
+    assert published_tree(ws.output) == ws.published_before
+    return message
+
+
+def assert_accepted(ws: Workspace, run: Run) -> None:
+    assert run.result.success
+    for asset in ("raw", "sampled", "bucketed"):
+        assert run.materialized(asset)
+        assert all(e.passed for e in run.result.get_asset_check_evaluations() if e.severity == dg.AssetCheckSeverity.ERROR)
+
+
+def ids_at(path: Path, rows: list[int]) -> list[str]:
+    ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    return [ids[r] for r in rows]
+
+
+# --- the bad inputs of the issue, one test each --------------------------------------------
+
+
+def test_missing_column_is_refused_naming_file_and_column(workspace):
+    bad.rewrite(workspace.file(SECOND), bad.without_column("score"))
+    run = workspace.run()
+    assert_refused(workspace, run, "raw", "schema", f"file {SECOND}", "column score", "is missing")
+
+
+def test_score_stored_as_string_is_refused_with_both_types(workspace):
+    bad.rewrite(workspace.file(FIRST), bad.with_values("score", {}, type=pa.string()))
+    run = workspace.run()
+    assert_refused(
+        workspace, run, "raw", "schema", f"file {FIRST}", "column score", "has type string, expected double"
+    )
+
+
+def test_null_score_is_refused_with_rows_and_example_ids(workspace):
+    bad.rewrite(workspace.file(SECOND), bad.with_values("score", {3: None, 17: None}))
+    run = workspace.run()
+    first, second = ids_at(workspace.file(SECOND), [3, 17])
+    assert_refused(
+        workspace, run, "raw", "key_columns",
+        f"file {SECOND}, column score: 2 rows with a null score", f"{first} (row 3)", f"{second} (row 17)",
+    )
+    assert run.check("raw", "key_columns").metadata["score_null"].value == 2
+
+
+def test_nan_and_infinite_scores_are_refused(workspace):
+    damage = {10: math.nan, 11: math.inf, 12: -math.inf}
+    bad.rewrite(workspace.file(FIRST), bad.with_values("score", damage))
+    run = workspace.run()
+    ids = ids_at(workspace.file(FIRST), [10, 11, 12])
+    assert_refused(
+        workspace, run, "raw", "key_columns",
+        "column score: 3 rows with a NaN or ±inf score",
+        f"{ids[0]} (row 10): score=nan", f"{ids[1]} (row 11): score=inf", f"{ids[2]} (row 12): score=-inf",
+    )
+
+
+def test_negative_score_is_refused(workspace):
+    bad.rewrite(workspace.file(FIRST), bad.with_values("score", {5: -0.5}))
+    run = workspace.run()
+    (doc_id,) = ids_at(workspace.file(FIRST), [5])
+    assert_refused(
+        workspace, run, "raw", "key_columns",
+        "1 row with a score outside 0–6", f"{doc_id} (row 5): score=-0.5",
+    )
+
+
+def test_duplicate_id_within_the_dump_is_refused_naming_both_files(workspace):
+    (doc_id,) = ids_at(workspace.file(FIRST), [5])
+    bad.rewrite(workspace.file(SECOND), bad.with_values("id", {7: doc_id}))
+    run = workspace.run()
+    assert_refused(
+        workspace, run, "raw", "key_columns",
+        "column id: 2 rows whose id occurs more than once", f"{doc_id} ×2 in {FIRST} and {SECOND}",
+    )
+
+
+def test_empty_dump_folder_is_refused(workspace):
+    for path in (workspace.source / "data" / DUMP).glob("*.parquet"):
+        path.unlink()
+    run = workspace.run()
+    assert_refused(workspace, run, "raw", "schema", "holds no *.parquet files")
+
+
+def test_zero_row_file_is_accepted_and_changes_nothing(workspace):
+    rows_before = workspace.bucket_rows()
+    bad.write_empty_like(workspace.file("train-00002-of-00002.parquet"), workspace.file(FIRST))
+    run = workspace.run()
+    assert_accepted(workspace, run)
+    schema = run.check("raw", "schema")
+    assert schema.passed
+    assert schema.metadata["empty_files"].value == 1
+    assert schema.metadata["empty_file_names"].value == "train-00002-of-00002.parquet"
+    assert workspace.bucket_rows() == rows_before
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt page"])
+def test_truncated_or_corrupt_file_is_refused_naming_it(workspace, damage):
+    if damage == "truncated":
+        bad.truncate(workspace.file(SECOND))
+        check, phrase = "schema", "is not a readable parquet file"
+    else:
+        bad.corrupt_column(workspace.file(SECOND), "score")
+        check, phrase = "key_columns", "cannot be read"
+    run = workspace.run()
+    assert_refused(workspace, run, "raw", check, f"file {SECOND}", phrase, "re-download it")
+
+
+def test_dump_column_disagreeing_with_its_folder_is_refused(workspace):
+    bad.rewrite(workspace.file(SECOND), bad.with_values("dump", dict.fromkeys(range(ROWS // 2), OTHER_DUMP)))
+    run = workspace.run()
+    (first_id,) = ids_at(workspace.file(SECOND), [0])
+    assert_refused(
+        workspace, run, "raw", "key_columns",
+        f"file {SECOND}, column dump: 1,000 rows with a dump other than {DUMP}",
+        f"{first_id} (row 0): dump='{OTHER_DUMP}'",
+    )
+
+
+def test_extra_unknown_columns_are_accepted_and_ignored(workspace):
+    rows_before = workspace.bucket_rows()
+    bad.rewrite(workspace.file(FIRST), bad.with_extra_columns)
+    run = workspace.run()
+    assert_accepted(workspace, run)
+    assert workspace.bucket_rows() == rows_before
+    for files in bucketed_files(workspace.output, DUMP, SEED_POLICY).values():
+        for f in files:
+            assert pq.read_schema(f).names == ["id", "text", "score"]
+
+
+def test_non_ascii_and_one_megabyte_texts_are_accepted_intact(workspace):
+    table = pq.read_table(workspace.file(FIRST))
+    kept = [i for i, (d, s) in enumerate(zip(table["id"].to_pylist(), table["score"].to_pylist())) if SEED_POLICY.keeps(d, s)]
+    texts = {
+        kept[0]: "Ünïcödé façade — 北京大学 — مرحبا — 🦀🚀 — e\u0301 — \u200bzero-width",
+        kept[1]: ("Long page. " + "Здравствуйте, мир! " * 100) * 500,  # ~1 MB of UTF-8
+    }
+    assert len(texts[kept[1]].encode()) > 1_000_000
+    bad.rewrite(workspace.file(FIRST), bad.with_values("text", texts))
+    run = workspace.run()
+    assert_accepted(workspace, run)
+    published = {doc_id: text for rows in workspace.bucket_rows().values() for doc_id, text, _ in rows}
+    for row, text in texts.items():
+        assert published[table["id"][row].as_py()] == text
+
+
+def test_folder_not_named_like_a_dump_is_ignored_with_a_warning(workspace, tmp_path):
+    (workspace.source / "data" / "downloads-tmp").mkdir()
+    (workspace.source / "data" / "CC-MAIN-2013-20.bak").mkdir()
+    shutil.copy(workspace.file(FIRST), workspace.source / "data" / "downloads-tmp" / FIRST)
+    completed = subprocess.run(
+        [sys.executable, "-c",
+         "import fw_assets.definitions as d;"
+         "print(','.join(d.defs.resolve_assets_def('raw').partitions_def.get_partition_keys()))"],
+        env=subprocess_env(workspace.source, workspace.output, tmp_path),
+        capture_output=True, text=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    keys = completed.stdout.strip().split(",")
+    assert DUMP in keys and "downloads-tmp" not in keys and "CC-MAIN-2013-20.bak" not in keys
+    for name in ("downloads-tmp", "CC-MAIN-2013-20.bak"):
+        assert f"Ignoring {workspace.source / 'data' / name}: not a dump folder" in completed.stderr
+    assert_accepted(workspace, workspace.run())
+
+
+# --- more of the contracts ------------------------------------------------------------------
+
+
+def test_file_path_not_naming_the_dump_is_refused(workspace):
+    wrong = "s3://commoncrawl/crawl-data/CC-MAIN-2013-48/segments/1/warc/x.warc.gz"
+    bad.rewrite(workspace.file(FIRST), bad.with_values("file_path", {0: wrong, 1: None}))
+    run = workspace.run()
+    assert_refused(
+        workspace, run, "raw", "key_columns",
+        f"column file_path: 2 rows with a file_path not under crawl-data/{DUMP}/", "file_path='s3://",
+    )
+
+
+@pytest.mark.parametrize("statistics", [True, False], ids=["footer null counts", "no statistics"])
+def test_null_text_is_found_in_every_row_with_or_without_footer_statistics(workspace, statistics):
+    bad.rewrite(workspace.file(SECOND), bad.with_values("text", {999: None}), write_statistics=statistics)
+    run = workspace.run()
+    (doc_id,) = ids_at(workspace.file(SECOND), [999])
+    assert_refused(workspace, run, "raw", "key_columns", "1 row with a null text", f"{doc_id} (row 999)")
+    scanned = run.check("raw", "key_columns").metadata["files_scanned_for_text_nulls"].value
+    assert scanned == 1  # only the file that has (or may have) nulls is read
+
+
+def test_inconsistent_int_score_only_warns_and_publishes(workspace):
+    bad.rewrite(workspace.file(FIRST), bad.with_values("int_score", {0: 5, 1: -1, 2: None}))
+    run = workspace.run()
+    assert run.result.success and run.materialized("bucketed")
+    warning = run.check("raw", "int_score")
+    assert not warning.passed and warning.severity == dg.AssetCheckSeverity.WARN
+    assert warning.metadata["int_score_mismatch"].value == 3
+    assert "3 rows with an int_score other than" in warning.metadata["problems"].value[0]
+    assert published_tree(workspace.output).keys() == workspace.published_before.keys()
+
+
+def test_blank_texts_in_sampled_rows_warn(workspace):
+    bad.rewrite(workspace.file(FIRST), bad.with_values("text", {0: "", 1: "   \n"}))
+    run = workspace.run()
+    assert run.result.success
+    warning = run.check("raw", "text_sample")
+    assert not warning.passed and warning.severity == dg.AssetCheckSeverity.WARN
+    assert warning.metadata["text_blank"].value == 2
+    assert warning.metadata["rows_sampled"].value == 2 * 200  # two files of one row group each
+
+
+def test_sampled_rechecks_the_source_when_run_without_raw(workspace):
+    bad.rewrite(workspace.file(FIRST), bad.with_values("score", {0: math.nan}))
+    run = workspace.run(assets=[sampled, bucketed])
+    message = run.failure("sampled")
+    assert f"Dump {DUMP} failed the raw contract" in message
+    assert "1 row with a NaN or ±inf score" in message
+    assert not run.materialized("sampled") and not run.materialized("bucketed")
+    assert published_tree(workspace.output) == workspace.published_before
+
+
+def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
+    write_sample_dump(workspace.source, OTHER_DUMP, 500, 1, seed=3)
+    bad.rewrite(workspace.source / "data" / OTHER_DUMP / "train-00000-of-00001.parquet",
+                bad.with_values("id", {4: None}))
+    with dg.instance_for_test() as instance:
+        good = workspace.run(instance=instance)
+        refused = workspace.run(dump=OTHER_DUMP, instance=instance)
+        keys = [
+            dg.AssetCheckKey(dg.AssetKey(asset), name)
+            for asset, names in {
+                "raw": ["schema", "key_columns", "int_score", "text_sample"],
+                "sampled": ["schema", "sampling_ratio", "reconciliation"],
+                "bucketed": ["schema", "score_in_bucket", "unique_ids", "reconciliation"],
+            }.items()
+            for name in names
+        ]
+        infos = instance.event_log_storage.get_asset_check_partition_info(keys)
+    status = {(i.check_key.asset_key.to_user_string(), i.check_key.name, i.partition_key): i.latest_execution_status for i in infos}
+    assert all(status[(k.asset_key.to_user_string(), k.name, DUMP)] == AssetCheckExecutionRecordStatus.SUCCEEDED for k in keys)
+    assert status[("raw", "key_columns", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.FAILED
+    # the refused dump's later checks were planned, never evaluated: its sampled step never ran
+    assert status[("sampled", "sampling_ratio", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.PLANNED
+    assert not refused.result.success
+
+    ratio = good.check("sampled", "sampling_ratio").metadata
+    for bucket in SEED_POLICY.buckets:
+        rows_in, kept = ratio[f"rows_in_{bucket.name}"].value, ratio[f"kept_{bucket.name}"].value
+        assert abs(kept - rows_in * bucket.rate) <= ratio[f"tolerance_{bucket.name}"].value
+    assert good.check("raw", "key_columns").metadata["rows_checked"].value == ROWS
+    reconciliation = good.check("bucketed", "reconciliation").metadata
+    for bucket in SEED_POLICY.buckets:
+        assert reconciliation[f"rows_{bucket.name}"].value == reconciliation[f"kept_{bucket.name}"].value
+
+
+def test_blocking_checks_are_declared_on_every_stage_per_dump():
+    from fw_assets.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    specs = {
+        (key.asset_key.to_user_string(), key.name): graph.get_check_spec(key)
+        for key in graph.asset_check_keys
+    }
+    warnings_only = {("raw", "int_score"), ("raw", "text_sample")}
+    assert {k for k in specs if k[0] in ("raw", "sampled", "bucketed")} >= warnings_only | {
+        ("raw", "schema"), ("raw", "key_columns"),
+        ("sampled", "schema"), ("sampled", "sampling_ratio"), ("sampled", "reconciliation"),
+        ("bucketed", "schema"), ("bucketed", "score_in_bucket"), ("bucketed", "unique_ids"),
+        ("bucketed", "reconciliation"),
+    }
+    for key, spec in specs.items():
+        if key[0] in ("raw", "sampled", "bucketed"):
+            assert spec.blocking == (key not in warnings_only), key
+            assert spec.partitions_def is not None and DUMP in spec.partitions_def.get_partition_keys()
+
+
+# --- the contracts on their own, on the real files of a clean run ----------------------------
+
+
+@pytest.fixture
+def con():
+    with duckdb.connect() as connection:
+        yield connection
+
+
+@pytest.fixture
+def clean_selection(good_dump, tmp_path) -> Path:
+    """A writable copy of the selection the clean run published."""
+    _, output = good_dump
+    return Path(shutil.copy(selection_path(output, DUMP), tmp_path / "selection.parquet"))
+
+
+def outcome(outcomes, name):
+    (found,) = [o for o in outcomes if o.check.name == name]
+    return found
+
+
+def test_selection_passes_on_a_clean_run(con, clean_selection):
+    outcomes = check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS)
+    assert [o.check.name for o in outcomes if not o.passed] == []
+    assert outcome(outcomes, "reconciliation").figures["rows_in"] == ROWS
+
+
+def test_sampling_ratio_outside_the_binomial_tolerance_fails(con, clean_selection):
+    table = pq.read_table(clean_selection)
+    in_3_0 = [b == "3.0" for b in table["bucket"].to_pylist()]
+    keep = [True if inside else k for inside, k in zip(in_3_0, table["keep"].to_pylist())]
+    pq.write_table(table.set_column(5, "keep", pa.array(keep)), clean_selection)
+
+    ratio = outcome(check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS), "sampling_ratio")
+    n = sum(in_3_0)
+    assert not ratio.passed
+    assert ratio.figures["tolerance_3.0"] == round(binomial_tolerance(n, 0.6), 1)
+    assert binomial_tolerance(n, 0.6) == 4 * math.sqrt(n * 0.6 * 0.4) + 1
+    assert binomial_tolerance(n, 1.0) == 1
+    (violation,) = ratio.violations
+    assert violation.describe() == (
+        f"bucket 3.0 kept {n:,} of {n:,} rows, expected {n * 0.6:,.1f} ± "
+        f"{binomial_tolerance(n, 0.6):,.1f} at rate 0.6"
+    )
+
+
+def test_rows_without_a_keep_decision_or_kept_below_every_bucket_fail_reconciliation(con, clean_selection):
+    table = pq.read_table(clean_selection)
+    buckets = table["bucket"].to_pylist()
+    undecided = [i for i, b in enumerate(buckets) if b == "3.5"][:2]
+    below = [i for i, b in enumerate(buckets) if b is None][:3]
+    keep = table["keep"].to_pylist()
+    for i in undecided:
+        keep[i] = None
+    for i in below:
+        keep[i] = True
+    pq.write_table(table.set_column(5, "keep", pa.array(keep)), clean_selection)
+
+    outcomes = check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS + 1)
+    problems = [v.describe() for v in outcome(outcomes, "reconciliation").violations]
+    assert problems == [
+        "column keep: 2 rows in bucket 3.5 with no keep decision",
+        "column keep: 3 rows kept although their score is below every bucket",
+        f"the selection holds {ROWS:,} rows, the source {ROWS + 1:,}",
+    ]
+
+
+def test_a_row_in_the_wrong_bucket_fails_the_selection_schema(con, clean_selection):
+    table = pq.read_table(clean_selection)
+    row = table["bucket"].to_pylist().index("2.8")
+    buckets = table["bucket"].to_pylist()
+    buckets[row] = "4.0"
+    pq.write_table(table.set_column(4, "bucket", pa.array(buckets)), clean_selection)
+
+    schema = outcome(check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS), "schema")
+    (violation,) = schema.violations
+    assert violation.rule == rules.BUCKET_MISMATCH.name and violation.rows == 1
+    assert f"{table['id'][row].as_py()} (row {table['source_row'][row].as_py()})" in violation.examples[0]
+    assert "in '4.0', policy gives '2.8'" in violation.examples[0]
+
+
+@pytest.fixture
+def clean_buckets(good_dump, tmp_path) -> dict[str, list[Path]]:
+    """Writable copies of the bucket files the clean run published."""
+    _, output = good_dump
+    copies = {}
+    for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
+        folder = tmp_path / "buckets" / bucket
+        folder.mkdir(parents=True)
+        copies[bucket] = [Path(shutil.copy(f, folder / f.name)) for f in files]
+    return copies
+
+
+def test_bucketed_passes_on_a_clean_run(con, good_dump, clean_buckets):
+    selection = selection_path(good_dump[1], DUMP)
+    outcomes = check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY)
+    assert [o.check.name for o in outcomes] == ["schema", "score_in_bucket", "unique_ids", "reconciliation"]
+    assert all(o.passed for o in outcomes)
+
+
+def test_missing_output_rows_fail_bucketed_reconciliation(con, good_dump, clean_buckets):
+    (path,) = clean_buckets["3.0"]
+    dropped = bad.rewrite(path, lambda t: t.slice(5))["id"].to_pylist()[:5]
+    selection = selection_path(good_dump[1], DUMP)
+    reconciliation = outcome(check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY), "reconciliation")
+    problems = [v.describe() for v in reconciliation.violations]
+    kept = reconciliation.figures["kept_3.0"]
+    assert f"bucket 3.0 holds {kept - 5:,} rows, the selection kept {kept:,}" in problems
+    missing = next(v for v in reconciliation.violations if v.rule == "ids_missing")
+    assert missing.rows == 5 and set(missing.examples) == set(sorted(dropped)[:5])
+
+
+def test_a_file_in_the_wrong_bucket_fails_score_in_bucket(con, good_dump, clean_buckets):
+    misplaced = {**clean_buckets, "3.0": clean_buckets["3.0"] + clean_buckets["4.0"], "4.0": []}
+    selection = selection_path(good_dump[1], DUMP)
+    scores = outcome(check_bucketed(con, DUMP, misplaced, selection, SEED_POLICY), "score_in_bucket")
+    rows_4_0 = sum(pq.read_metadata(f).num_rows for f in clean_buckets["4.0"])
+    assert scores.figures["score_outside_bucket"] == rows_4_0
+    assert "with a score outside their bucket's interval" in scores.violations[0].describe()
+    assert scores.violations[0].file.startswith("3.0/")
+
+
+def test_an_id_written_twice_fails_unique_ids(con, good_dump, clean_buckets):
+    (path,) = clean_buckets["4.0"]
+    first = pq.read_table(path)["id"][0].as_py()
+    bad.rewrite(path, bad.with_values("id", {1: first}))
+    selection = selection_path(good_dump[1], DUMP)
+    unique = outcome(check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY), "unique_ids")
+    (violation,) = unique.violations
+    assert violation.rows == 2 and violation.examples == (f"{first} ×2 in {path.name}",)
+
+
+def test_an_extra_output_column_fails_the_bucketed_schema(con, good_dump, clean_buckets):
+    (path,) = clean_buckets["2.8"]
+    bad.rewrite(path, lambda t: t.append_column("bucket", pa.array(["2.8"] * t.num_rows)))
+    selection = selection_path(good_dump[1], DUMP)
+    (schema,) = check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY)
+    assert [v.describe() for v in schema.violations] == [
+        f"file 2.8/{path.name}, column bucket: is not part of the contract "
+        f"({pq.read_metadata(path).num_rows:,} rows)"
+    ]
+
+
+def test_pandera_schema_and_every_row_sql_flag_the_same_rows(con, tmp_path):
+    """The raw contract is stated once in pandera and enforced at scale in SQL: they must agree."""
+    table = sample_table(DUMP, 0, 50, seed=5)
+    for column, values in {
+        "id": {0: None, 2: table["id"][1].as_py()},
+        "score": {3: None, 4: math.nan, 5: 7.5, 6: -math.inf},
+        "dump": {7: OTHER_DUMP, 8: None},
+        "file_path": {9: "s3://elsewhere/x.warc.gz", 10: None},
+        "text": {11: None},
+        "int_score": {12: None},
+    }.items():
+        table = bad.with_values(column, values)(table)
+    path = tmp_path / "train-00000-of-00001.parquet"
+    pq.write_table(table, path)
+
+    by_sql: dict[str, int] = {}
+    for violation in (v for o in check_raw(con, DUMP, [describe(path)]) for v in o.violations):
+        by_sql[violation.rule] = by_sql.get(violation.rule, 0) + violation.rows
+    with pytest.warns(UserWarning, match=rules.INT_SCORE_MISMATCH.name):
+        by_pandera = failing_rows(raw_schema(DUMP), table.to_pandas(types_mapper=pd.ArrowDtype))
+    # int_score is a warning in both: pandera warns, the SQL reports it in a non-blocking check;
+    # row 12, and row 5 whose 7.5 clamps to 5
+    assert by_sql.pop(rules.INT_SCORE_MISMATCH.name) == 2
+    assert by_sql == by_pandera == {
+        "id_null": 1, "id_duplicate": 2, "score_null": 1, "score_not_finite": 2,
+        "score_out_of_range": 1, "dump_mismatch": 2, "file_path_mismatch": 2, "text_null": 1,
+    }
+
+
+def test_pandera_selection_schema_and_sql_flag_the_same_rows(con, clean_selection):
+    table = pq.read_table(clean_selection)
+    buckets = table["bucket"].to_pylist()
+    mismatched = buckets.index("2.8")
+    below = buckets.index(None)
+    table = bad.with_values("bucket", {mismatched: "3.5"})(table)
+    table = bad.with_values("keep", {below: True})(table)
+    pq.write_table(table, clean_selection)
+
+    by_sql: dict[str, int] = {}
+    for violation in (v for o in check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS) for v in o.violations):
+        if violation.rule != "sampling_ratio":  # a statistic of the whole selection, not a row rule
+            by_sql[violation.rule] = by_sql.get(violation.rule, 0) + violation.rows
+    by_pandera = failing_rows(selection_schema(SEED_POLICY), table.to_pandas(types_mapper=pd.ArrowDtype))
+    assert by_sql == by_pandera == {"bucket_mismatch": 1, "kept_below_buckets": 1}
