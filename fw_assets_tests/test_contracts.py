@@ -340,6 +340,11 @@ def test_sampled_rechecks_the_source_when_run_without_raw(workspace):
     assert not run.materialized("sampled") and not run.materialized("bucketed")
     assert published_tree(workspace.output) == workspace.published_before
 
+    bad.rewrite(workspace.file(FIRST), bad.with_values("score", {0: 3.0}))
+    rerun = workspace.run(assets=[sampled, bucketed])
+    assert rerun.result.success
+    assert rerun.result.asset_materializations_for_node("sampled")[0].metadata["raw_rechecked"].value is True
+
 
 def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
     write_sample_dump(workspace.source, OTHER_DUMP, 500, 1, seed=3)
@@ -370,6 +375,8 @@ def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
         rows_in, kept = ratio[f"rows_in_{bucket.name}"].value, ratio[f"kept_{bucket.name}"].value
         assert abs(kept - rows_in * bucket.rate) <= ratio[f"tolerance_{bucket.name}"].value
     assert good.check("raw", "key_columns").metadata["rows_checked"].value == ROWS
+    # raw passed on these very files earlier in the run, so sampled did not read them again
+    assert good.result.asset_materializations_for_node("sampled")[0].metadata["raw_rechecked"].value is False
     reconciliation = good.check("bucketed", "reconciliation").metadata
     for bucket in SEED_POLICY.buckets:
         assert reconciliation[f"rows_{bucket.name}"].value == reconciliation[f"kept_{bucket.name}"].value
