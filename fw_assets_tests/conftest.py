@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from fw_assets.sample import write_sample_dumps
+from fw_assets_tests.dagster_services import write_instance_yaml
 
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 
@@ -21,8 +22,7 @@ def dagster_home(tmp_path, monkeypatch) -> Path:
     """A throwaway DAGSTER_HOME with this repo's dagster.yaml."""
     home = tmp_path / "dagster_home"
     home.mkdir()
-    repo_yaml = Path(__file__).resolve().parents[1] / "dagster.yaml"
-    (home / "dagster.yaml").write_text(repo_yaml.read_text())
+    write_instance_yaml(home)  # its .dagster/ folders under this home, not the repo's
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return home
 

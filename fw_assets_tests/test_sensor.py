@@ -19,7 +19,7 @@ from fw_assets.automation.sensors import (
 from fw_assets.definitions import defs
 from fw_assets.resources import FineWebStorage
 from fw_assets.sample import write_sample_dump
-from fw_assets_tests.helpers import materialize_dump
+from fw_assets_tests.helpers import resources
 
 DUMP = "CC-MAIN-2013-20"
 OTHER_DUMP = "CC-MAIN-2013-48"
@@ -158,7 +158,12 @@ def test_an_empty_source_root_says_where_it_looked(instance, tmp_path):
 
 def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instance, source, tmp_path):
     write_dump(source)
-    materialize_dump(source, tmp_path / "out", DUMP, assets=list(defs.assets), instance=instance)
+    dg.materialize(  # the whole chain, with the code location's resources pointed at these folders
+        list(defs.assets),
+        partition_key=DUMP,
+        resources={**defs.resources, **resources(source, tmp_path / "out")},
+        instance=instance,
+    )
     result = tick(instance, source)
     assert requested_dumps(result) == []
     assert "1 dump(s) unchanged" in result.skip_reason.skip_message
