@@ -3,14 +3,18 @@
 Each worker process loads the tokenizer once and encodes one whole batch per task; batches come
 back in input order, so the tokens are the same bytes at any worker count. At most
 2 × workers batches are in flight, so memory does not grow with the input.
+
+Worker processes import only this module's light dependencies (numpy, tiktoken, tokenizers),
+never Dagster: keep it that way, every worker pays for its imports when it starts.
 """
 
+import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from itertools import chain
 from multiprocessing import get_context
+from types import TracebackType
 
 import numpy as np
 
@@ -34,70 +38,107 @@ class EncodedBatch:
         return [self.tokens[end - length : end] for end, length in zip(ends, self.lengths)]
 
 
-def encode_with_eod(tokenizer: Tokenizer, texts: list[str]) -> EncodedBatch:
+def encode_with_eod(tokenizer: Tokenizer, texts: Sequence[str]) -> EncodedBatch:
     """Encode `texts` in this process, appending the EOD token to every document."""
-    encoded = tokenizer.encode_batch(texts)
-    eod = (tokenizer.eod_id,)
+    dtype = optimal_token_dtype(tokenizer.vocab_size)
+    eod = np.array([tokenizer.eod_id], dtype=dtype)
+    encoded = tokenizer.encode_arrays(texts)
     lengths = np.fromiter((len(ids) + 1 for ids in encoded), dtype=np.int64, count=len(encoded))
-    tokens = np.fromiter(
-        chain.from_iterable(chain(ids, eod) for ids in encoded),
-        dtype=optimal_token_dtype(tokenizer.vocab_size),
-        count=int(lengths.sum()),
-    )
-    return EncodedBatch(tokens, lengths)
+    if not encoded:
+        return EncodedBatch(np.empty(0, dtype), lengths)
+    # One concatenate of [doc, eod, doc, eod, ...], no per-token Python work. The cast cannot
+    # wrap: every id is below vocab_size, which the dtype was chosen to hold.
+    parts = [part for ids in encoded for part in (ids, eod)]
+    return EncodedBatch(np.concatenate(parts, dtype=dtype, casting="unsafe"), lengths)
+
+
+def default_worker_count() -> int:
+    """The cores this process may run on (its CPU affinity, not the machine's core count)."""
+    return len(os.sched_getaffinity(0))
+
+
+class ParallelEncoder:
+    """The tokenizer in `workers` processes (1: in this one), reused for every call of `encode`.
+
+    Start it once per run, not once per file: each worker loads the tokenizer when it starts.
+    Use it as a context manager; leaving it stops the workers.
+    """
+
+    def __init__(self, spec: TokenizerSpec, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.spec = spec
+        self.workers = workers
+        self._tokenizer: Tokenizer | None = None
+        self._pool: ProcessPoolExecutor | None = None
+        if workers == 1:
+            self._tokenizer = spec.load()
+        else:
+            # spawn, not fork: the caller (a Dagster step) may hold threads and locks a fork would copy
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=get_context("spawn"),
+                initializer=_load_worker_tokenizer,
+                initargs=(spec,),
+            )
+
+    def encode(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
+        """Encode each batch of texts, yielding results in input order."""
+        if self._tokenizer is not None:
+            return (encode_with_eod(self._tokenizer, texts) for texts in text_batches)
+        return self._encode_in_pool(text_batches)
+
+    def _encode_in_pool(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
+        assert self._pool is not None
+        in_flight: deque[Future[EncodedBatch]] = deque()
+        try:
+            for texts in text_batches:
+                in_flight.append(self._pool.submit(_encode_in_worker, texts))
+                if len(in_flight) >= 2 * self.workers:
+                    yield in_flight.popleft().result()
+            while in_flight:
+                yield in_flight.popleft().result()
+        finally:
+            # also runs when the consumer stops early: its queued batches are not encoded
+            for future in in_flight:
+                future.cancel()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def __enter__(self) -> "ParallelEncoder":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def encode_batches(
-    text_batches: Iterable[list[str]], spec: TokenizerSpec, workers: int = 1
+    text_batches: Iterable[Sequence[str]], spec: TokenizerSpec, workers: int = 1
 ) -> Iterator[EncodedBatch]:
-    """Encode each batch of texts, yielding results in input order.
+    """Encode each batch of texts with a `ParallelEncoder` of its own, yielding results in order."""
+    return _encode_and_close(ParallelEncoder(spec, workers), text_batches)
 
-    `workers` = 1 encodes in this process; more start that many worker processes.
-    """
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if workers == 1:
-        return _encode_in_process(text_batches, spec)
-    return _encode_in_pool(text_batches, spec, workers)
+
+def _encode_and_close(
+    encoder: ParallelEncoder, text_batches: Iterable[Sequence[str]]
+) -> Iterator[EncodedBatch]:
+    with encoder:
+        yield from encoder.encode(text_batches)
 
 
 def encode_documents(
-    text_batches: Iterable[list[str]], spec: TokenizerSpec, workers: int = 1
+    text_batches: Iterable[Sequence[str]], spec: TokenizerSpec, workers: int = 1
 ) -> Iterator[np.ndarray]:
     """Each document's tokens (EOD appended) in input order; see `encode_batches`."""
     for batch in encode_batches(text_batches, spec, workers):
         yield from batch.documents()
-
-
-def _encode_in_process(
-    text_batches: Iterable[list[str]], spec: TokenizerSpec
-) -> Iterator[EncodedBatch]:
-    tokenizer = spec.load()
-    for texts in text_batches:
-        yield encode_with_eod(tokenizer, texts)
-
-
-def _encode_in_pool(
-    text_batches: Iterable[list[str]], spec: TokenizerSpec, workers: int
-) -> Iterator[EncodedBatch]:
-    # spawn, not fork: the caller (a Dagster step) may hold threads and locks a fork would copy
-    pool = ProcessPoolExecutor(
-        workers,
-        mp_context=get_context("spawn"),
-        initializer=_load_worker_tokenizer,
-        initargs=(spec,),
-    )
-    in_flight: deque[Future[EncodedBatch]] = deque()
-    try:
-        for texts in text_batches:
-            in_flight.append(pool.submit(_encode_in_worker, texts))
-            if len(in_flight) >= 2 * workers:
-                yield in_flight.popleft().result()
-        while in_flight:
-            yield in_flight.popleft().result()
-    finally:
-        # also runs when the consumer stops early: queued batches are dropped, not encoded
-        pool.shutdown(cancel_futures=True)
 
 
 # The tokenizer of this worker process, loaded once by the pool's initializer.
@@ -109,6 +150,6 @@ def _load_worker_tokenizer(spec: TokenizerSpec) -> None:
     _worker_tokenizer = spec.load()
 
 
-def _encode_in_worker(texts: list[str]) -> EncodedBatch:
+def _encode_in_worker(texts: Sequence[str]) -> EncodedBatch:
     assert _worker_tokenizer is not None, "the pool initializer loads the tokenizer"
     return encode_with_eod(_worker_tokenizer, texts)

@@ -85,6 +85,21 @@ class IndexedDatasetWriter:
         self._lengths.append(tokens.size)
         self.token_count += tokens.size
 
+    def add_documents(self, tokens: np.ndarray, lengths: np.ndarray) -> None:
+        """Append several documents at once: their tokens back to back, and each one's length.
+
+        One write per batch instead of one per document, the same bytes as `add_document`.
+        """
+        tokens = _as_token_dtype(np.asarray(tokens), self.dtype)
+        lengths = np.asarray(lengths)
+        if lengths.ndim != 1 or int(lengths.sum()) != tokens.size or (lengths < 0).any():
+            raise ValueError(f"lengths summing to {int(lengths.sum())} do not split {tokens.size} tokens")
+        if lengths.size and lengths.max() > np.iinfo(np.int32).max:
+            raise ValueError(f"a document of {lengths.max()} tokens does not fit the int32 index")
+        self._bin.write(memoryview(np.ascontiguousarray(tokens)))
+        self._lengths.frombytes(lengths.astype(np.int32).tobytes())
+        self.token_count += tokens.size
+
     def finalize(self) -> None:
         """Close `.bin` and write `.idx`; the pair is readable only after this."""
         self._bin.close()

@@ -57,8 +57,9 @@ class Tokenizer(ABC):
     eod_id: int
 
     @abstractmethod
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of each text, in this thread (parallelism is the caller's: see encode.py)."""
+    def encode_arrays(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids of each text as a 1-D integer array, in this thread (parallelism is the
+        caller's: see encode.py)."""
 
     @abstractmethod
     def decode(self, tokens: Sequence[int] | np.ndarray) -> str:
@@ -91,9 +92,14 @@ class TiktokenTokenizer(Tokenizer):
         except KeyError:
             raise ValueError(f"{encoding_name} has no token {self.eod_token!r}") from None
 
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        # encode_ordinary: special-token strings are text; tiktoken's own batch call uses threads
-        return [self._encoding.encode_ordinary(text) for text in texts]
+    def encode_arrays(self, texts: Sequence[str]) -> list[np.ndarray]:
+        # No special token allowed and none refused: special-token strings are text, exactly as
+        # encode_ordinary, but as numpy arrays without a list of Python ints in between (~15%
+        # faster here). tiktoken's own batch call uses threads, which do not scale here.
+        return [
+            self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+            for text in texts
+        ]
 
     def decode(self, tokens: Sequence[int] | np.ndarray) -> str:
         return self._encoding.decode(np.asarray(tokens).tolist())
@@ -127,9 +133,12 @@ class HuggingFaceTokenizer(Tokenizer):
             raise ValueError(f"{path} has no token {self.eod_token!r}")
         self.eod_id = vocab[self.eod_token]
 
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+    def encode_arrays(self, texts: Sequence[str]) -> list[np.ndarray]:
         # one text at a time: the library's batch call starts its own thread pool
-        return [self._tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
+        return [
+            np.array(self._tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+            for text in texts
+        ]
 
     def decode(self, tokens: Sequence[int] | np.ndarray) -> str:
         return self._tokenizer.decode(np.asarray(tokens).tolist(), skip_special_tokens=False)

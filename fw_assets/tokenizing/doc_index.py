@@ -1,0 +1,90 @@
+"""`<prefix>.docs.parquet` beside each `.bin`/`.idx` pair: which FineWeb-Edu document each token
+sequence came from.
+
+One row per document, in `.idx` order: `document_index` (int64, 0..N-1, the sequence number in
+the `.idx`), `id` (the source document's id) and `token_count` (int32, its tokens including the
+end-of-document token: the `.idx` sequence length).
+"""
+
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema(
+    [("document_index", pa.int64()), ("id", pa.string()), ("token_count", pa.int32())]
+)
+# Row groups of a fixed size, whatever batches the rows arrive in: the file's bytes depend only
+# on its rows.
+ROW_GROUP_ROWS = 1 << 17
+
+
+def docs_path(prefix: Path) -> Path:
+    """`<prefix>.docs.parquet`."""
+    return Path(f"{prefix}.docs.parquet")
+
+
+class DocumentIndexWriter:
+    """Streams (id, token count) rows into `<prefix>.docs.parquet`, numbering documents from 0."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.path = docs_path(prefix)
+        self.document_count = 0
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._writer = pq.ParquetWriter(self.path, SCHEMA, compression="zstd")
+
+    def add(self, ids: pa.Array, token_counts: np.ndarray) -> None:
+        """The next documents: their source ids and token counts, in `.idx` order."""
+        start = self.document_count
+        self._pending.append(
+            pa.record_batch(
+                [
+                    pa.array(np.arange(start, start + len(ids), dtype=np.int64)),
+                    ids.cast(pa.string()),
+                    pa.array(np.asarray(token_counts, dtype=np.int32)),
+                ],
+                schema=SCHEMA,
+            )
+        )
+        self.document_count += len(ids)
+        self._pending_rows += len(ids)
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush(whole_groups_only=True)
+
+    def close(self) -> None:
+        """Write what is pending and the footer; the file is complete only after this."""
+        self._flush(whole_groups_only=False)
+        self._writer.close()
+
+    def _flush(self, whole_groups_only: bool) -> None:
+        table = pa.Table.from_batches(self._pending, SCHEMA)
+        rows = table.num_rows - table.num_rows % ROW_GROUP_ROWS if whole_groups_only else table.num_rows
+        if rows:
+            # one chunk per write: page boundaries would otherwise follow the incoming batches
+            whole = table.slice(0, rows).combine_chunks()
+            self._writer.write_table(whole, row_group_size=ROW_GROUP_ROWS)
+        self._pending = table.slice(rows).to_batches()
+        self._pending_rows = table.num_rows - rows
+
+    def __enter__(self) -> "DocumentIndexWriter":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._writer.close()
+            self.path.unlink(missing_ok=True)
+
+
+def read_document_index(prefix: Path) -> pa.Table:
+    """The whole `<prefix>.docs.parquet` (small: tens of bytes per document)."""
+    return pq.read_table(docs_path(prefix), schema=SCHEMA)
