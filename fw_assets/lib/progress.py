@@ -41,8 +41,18 @@ def run_with_progress(
     interval: float = PROGRESS_INTERVAL_SECONDS,
 ) -> list[tuple]:
     """Execute one statement, logging DuckDB's own query progress every `interval` seconds."""
+    return call_with_progress(con, lambda: con.execute(sql, parameters).fetchall(), reporter, interval)
+
+
+def call_with_progress(
+    con: duckdb.DuckDBPyConnection,
+    call: Callable[[], Any],
+    reporter: ProgressReporter,
+    interval: float = PROGRESS_INTERVAL_SECONDS,
+) -> Any:
+    """Run `call` (which runs a query on `con`), logging the query's progress every `interval` s."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        running = pool.submit(lambda: con.execute(sql, parameters).fetchall())
+        running = pool.submit(call)
         while True:
             try:
                 return running.result(timeout=interval)
