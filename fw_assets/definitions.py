@@ -13,10 +13,16 @@ from fw_assets.automation.sensors import new_dumps
 from fw_assets.bucketing.assets import bucketed, raw, sampled
 from fw_assets.jobs import dump_chain_job
 from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.tokenizing.assets import tokenized
+from fw_assets.tokenizing.resources import TokenizerResource
 
 defs = dg.Definitions(
-    assets=[raw, sampled, bucketed],
+    assets=[raw, sampled, bucketed, tokenized],
     jobs=[dump_chain_job],
     sensors=[new_dumps],
-    resources={"storage": FineWebStorage.from_environment(), "duckdb": DuckDBResource()},
+    resources={
+        "storage": FineWebStorage.from_environment(),
+        "duckdb": DuckDBResource(),
+        "tokenizer": TokenizerResource(),
+    },
 )

