@@ -33,11 +33,12 @@ def write_instance_yaml(home: Path) -> Path:
 
     def anchored(node):
         if isinstance(node, dict):
-            return {
-                key: str(home / value) if key == "base_dir" and not Path(value).is_absolute() else anchored(value)
-                for key, value in node.items()
-            }
+            return {key: anchored_value(key, value) for key, value in node.items()}
         return node
+
+    def anchored_value(key, value):
+        relative_folder = key == "base_dir" and not Path(value).is_absolute()
+        return str(home / value) if relative_folder else anchored(value)
 
     config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
     path = home / "dagster.yaml"
@@ -125,7 +126,7 @@ class DagsterServices:
         for entry in entries:
             error = entry.get("locationOrLoadError") or {}
             messages = [error.get("message")] + [cause["message"] for cause in error.get("causes", [])]
-            assert not error.get("message"), f"code location {entry['name']} failed to load: " + "\n".join(messages)
+            assert not error.get("message"), f"code location {entry['name']} failed to load: {messages}"
 
     def _answers(self) -> bool:
         for service in self.services:

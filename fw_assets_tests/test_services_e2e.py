@@ -80,10 +80,9 @@ def services(world):
 
 def runs(services: DagsterServices, tags: dict[str, str]) -> list[dict]:
     filter_tags = [{"key": k, "value": v} for k, v in tags.items()]
-    data = services.graphql(
-        f"query($tags: [ExecutionTag!]) {{ runsOrError(filter: {{tags: $tags}}) {{ ... on Runs {{ results {{ {RUN_FIELDS} }} }} }} }}",
-        {"tags": filter_tags},
-    )
+    query = f"""query($tags: [ExecutionTag!]) {{
+        runsOrError(filter: {{tags: $tags}}) {{ ... on Runs {{ results {{ {RUN_FIELDS} }} }} }} }}"""
+    data = services.graphql(query, {"tags": filter_tags})
     return data["runsOrError"]["results"]
 
 
@@ -115,7 +114,8 @@ def tag(run: dict, key: str) -> str | None:
 
 def run_partition(run: dict) -> str | None:
     """The one dump a run processed: a partition tag, or a backfill's one-partition range."""
-    start, end = tag(run, "dagster/asset_partition_range_start"), tag(run, "dagster/asset_partition_range_end")
+    start = tag(run, "dagster/asset_partition_range_start")
+    end = tag(run, "dagster/asset_partition_range_end")
     return tag(run, "dagster/partition") or (start if start == end else None)
 
 
@@ -151,9 +151,8 @@ def assert_whole_chain_succeeded(run: dict) -> None:
 def sensor_run(services, world) -> dict:
     """A dump dropped into the running deployment's source folder, processed by the sensor."""
     write_sample_dump(world["source"], SENSOR_DUMP, rows=ROWS, files=2)
-    [run] = wait_for_runs(
-        services, "the sensor's run", {"dagster/sensor_name": "new_dumps", "dagster/partition": SENSOR_DUMP}, 1
-    )
+    tags = {"dagster/sensor_name": "new_dumps", "dagster/partition": SENSOR_DUMP}
+    [run] = wait_for_runs(services, "the sensor's run", tags, 1)
     return run
 
 
@@ -250,7 +249,7 @@ def test_a_backfill_of_two_dumps_is_two_runs_each_holding_the_whole_chain(servic
 def chromium():
     executable = find_chromium()
     if executable is None:
-        pytest.fail("Chromium not found: install Debian's `chromium` (apt-get install -y chromium; .ci/run does)")
+        pytest.fail("Chromium not found: `apt-get install -y chromium` (.ci/run installs it)")
     browser = HeadlessChromium(executable)
     try:
         yield browser
@@ -262,7 +261,9 @@ def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, sensor_run,
     assets = [key.to_user_string() for key in chain_asset_keys()]
     chromium.open(f"{services.url}/locations/fw_assets/asset-groups/fineweb_edu")
     graph = chromium.wait_for_text(
-        "the asset graph of group fineweb_edu, loaded", ["fineweb_edu", *assets, "% filled"], absent=("Loading",)
+        "the asset graph of group fineweb_edu, loaded",
+        ["fineweb_edu", *assets, "% filled"],
+        absent=("Loading",),
     )
     shot = chromium.screenshot(ARTIFACTS / "asset-graph.png")
     print(f"asset graph screenshot: {shot}")

@@ -4,12 +4,16 @@ Each tick looks at every dump folder under the source root. A dump whose files a
 fw_assets.lib.dump_files) and whose fingerprint (names, sizes, mtimes) differs from the one last
 requested gets one run of the whole chain. The run key holds the fingerprint, so a repeated tick, a
 daemon restart or a lost cursor never requests the same files twice, and changed files are requested
-again. The cursor is this sensor's own JSON: {"requested": {dump: fingerprint}}.
+again. A dump first seen already materialized from exactly these files (a UI backfill or the CLI got
+there first) is recorded without a run. The cursor is this sensor's own JSON:
+{"requested": {dump: fingerprint}}.
 """
 
 import json
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -72,41 +76,58 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
             skip_reason=f"No dump folders (CC-MAIN-YYYY-WW) under {storage.source_root / 'data'}.",
             cursor=context.cursor,
         )
-    loaded = set(dump_partitions.get_partition_keys())
     settle = env_seconds(SETTLE_ENV, DEFAULT_SETTLE_SECONDS, minimum=0)
     is_processed = _processed_checker(context)
-    requests, waiting, unchanged = [], {}, 0
-    for dump, folder in folders.items():
-        if dump not in loaded:
-            waiting[dump] = (
-                f"not a partition of the loaded code location; reload the code location "
-                f"'{CODE_LOCATION}' (UI: Deployment > Reload, or restart Dagster) to process it"
-            )
-            continue
-        try:
-            state = scan_dump_folder(dump, folder)
-            if state.fingerprint == requested.get(dump):
-                unchanged += 1
-                continue
-            ready = readiness(state, time.time_ns(), settle)
-        except FileNotFoundError as error:  # a download tool renamed or removed a file meanwhile
-            waiting[dump] = f"files changed while being looked at ({error.filename}); next tick"
-            continue
-        if not ready.ready:
-            waiting[dump] = ready.reason
-        elif dump not in requested and is_processed(state):
-            context.log.info(f"{dump}: already materialized from these files; not requested again")
-            requested[dump] = state.fingerprint
-            unchanged += 1
-        else:
-            context.log.info(f"{dump}: {ready.reason}; requesting a run (files {state.fingerprint})")
-            requests.append(_run_request(state))
-            requested[dump] = state.fingerprint
-    for dump, reason in waiting.items():
-        context.log.info(f"{dump}: {reason}")
+    decisions = {
+        dump: _decide(dump, folder, requested.get(dump), settle, is_processed)
+        for dump, folder in folders.items()
+    }
+    requests = []
+    for dump, decision in decisions.items():
+        if decision.action != "unchanged":
+            context.log.info(f"{dump}: {decision.reason}")
+        if decision.action in ("request", "adopt"):
+            requested[dump] = decision.state.fingerprint
+        if decision.action == "request":
+            requests.append(_run_request(decision.state))
     if requests:
         return dg.SensorResult(run_requests=requests, cursor=dump_cursor(requested))
-    return dg.SensorResult(skip_reason=_skip_reason(waiting, unchanged), cursor=dump_cursor(requested))
+    return dg.SensorResult(skip_reason=_skip_reason(decisions), cursor=dump_cursor(requested))
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # "request" a run, "adopt" files processed without the sensor, "unchanged" or "wait"
+    reason: str
+    state: DumpFolderState | None = None
+
+
+def _decide(
+    dump: str,
+    folder: Path,
+    last_requested: str | None,
+    settle_seconds: int,
+    is_processed: Callable[[DumpFolderState], bool],
+) -> Decision:
+    """What to do about one dump folder this tick."""
+    if dump not in dump_partitions.get_partition_keys():
+        return Decision(
+            "wait",
+            f"not a partition of the loaded code location; reload the code location "
+            f"'{CODE_LOCATION}' (UI: Deployment > Reload, or restart Dagster) to process it",
+        )
+    try:
+        state = scan_dump_folder(dump, folder)
+        if state.fingerprint == last_requested:
+            return Decision("unchanged", "files unchanged since requested", state)
+        ready = readiness(state, time.time_ns(), settle_seconds)
+    except FileNotFoundError as error:  # a download tool renamed or removed a file meanwhile
+        return Decision("wait", f"files changed while being looked at ({error.filename}); next tick")
+    if not ready.ready:
+        return Decision("wait", ready.reason, state)
+    if last_requested is None and is_processed(state):
+        return Decision("adopt", "already materialized from these files; not requested again", state)
+    return Decision("request", f"{ready.reason}; requesting a run (files {state.fingerprint})", state)
 
 
 def _run_request(state: DumpFolderState) -> dg.RunRequest:
@@ -117,7 +138,7 @@ def _run_request(state: DumpFolderState) -> dg.RunRequest:
     )
 
 
-def _processed_checker(context: dg.SensorEvaluationContext):
+def _processed_checker(context: dg.SensorEvaluationContext) -> Callable[[DumpFolderState], bool]:
     """A test of whether a dump was processed (UI backfill, CLI) from exactly its current files.
 
     True when every asset of the chain has a materialization of the dump and the latest `raw`
@@ -152,12 +173,14 @@ def _same_files(manifest: list[dict], state: DumpFolderState) -> bool:
     )
 
 
-def _skip_reason(waiting: dict[str, str], unchanged: int) -> str:
+def _skip_reason(decisions: dict[str, Decision]) -> str:
+    waiting = [f"{dump}: {d.reason}" for dump, d in decisions.items() if d.action == "wait"]
+    settled = sum(d.action in ("unchanged", "adopt") for d in decisions.values())
     parts = []
     if waiting:
-        shown = [f"{dump}: {reason}" for dump, reason in list(waiting.items())[:REASONS_SHOWN]]
         more = len(waiting) - REASONS_SHOWN
-        parts.append("Waiting for " + "; ".join(shown) + (f"; and {more} more dumps" if more > 0 else ""))
-    if unchanged:
-        parts.append(f"{unchanged} dump(s) unchanged since their files were last requested or materialized")
+        shown = "; ".join(waiting[:REASONS_SHOWN]) + (f"; and {more} more dumps" if more > 0 else "")
+        parts.append(f"Waiting for {shown}")
+    if settled:
+        parts.append(f"{settled} dump(s) unchanged since their files were last requested or materialized")
     return ". ".join(parts) + "."
