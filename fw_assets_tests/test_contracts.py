@@ -199,11 +199,16 @@ def test_duplicate_id_within_the_dump_is_refused_naming_both_files(workspace):
     )
 
 
-def test_empty_dump_folder_is_refused(workspace):
+@pytest.mark.parametrize("emptied", ["no parquet files", "only zero-row files"])
+def test_empty_dump_folder_is_refused(workspace, emptied):
     for path in (workspace.source / "data" / DUMP).glob("*.parquet"):
-        path.unlink()
+        if emptied == "no parquet files":
+            path.unlink()
+        else:
+            bad.rewrite(path, lambda table: table.slice(0, 0))
     run = workspace.run()
-    assert_refused(workspace, run, "raw", "schema", "holds no *.parquet files")
+    expected = "holds no *.parquet files" if emptied == "no parquet files" else "2 files hold no rows"
+    assert_refused(workspace, run, "raw", "schema", expected)
 
 
 def test_zero_row_file_is_accepted_and_changes_nothing(workspace):
@@ -250,6 +255,17 @@ def test_extra_unknown_columns_are_accepted_and_ignored(workspace):
     for files in bucketed_files(workspace.output, DUMP, SEED_POLICY).values():
         for f in files:
             assert pq.read_schema(f).names == ["id", "text", "score"]
+
+
+def test_large_string_columns_of_a_re_exported_file_are_accepted(workspace):
+    rows_before = workspace.bucket_rows()
+    bad.rewrite(workspace.file(SECOND), lambda t: t.cast(pa.schema(
+        [f.with_type(pa.large_string()) if f.type == pa.string() else f for f in t.schema]
+    )))
+    assert pq.read_schema(workspace.file(SECOND)).field("text").type == pa.large_string()
+    run = workspace.run()
+    assert_accepted(workspace, run)
+    assert workspace.bucket_rows() == rows_before
 
 
 def test_non_ascii_and_one_megabyte_texts_are_accepted_intact(workspace):

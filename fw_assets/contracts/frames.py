@@ -20,10 +20,15 @@ def footer_frame(path: Path, *, string_like_as_string: bool = False) -> pd.DataF
     """An empty frame with the file's column names and arrow types, from its footer alone."""
     schema = pq.read_schema(path)
     if string_like_as_string:
-        schema = pyarrow.schema(
-            f.with_type(pyarrow.string()) if f.type in _STRING_LIKE else f for f in schema
-        )
+        schema = plain_strings(schema)
     return schema.empty_table().to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def plain_strings(schema: pyarrow.Schema) -> pyarrow.Schema:
+    """`schema` with large_string and string_view columns as plain string."""
+    return pyarrow.schema(
+        f.with_type(pyarrow.string()) if f.type in _STRING_LIKE else f for f in schema
+    )
 
 
 def footer_violations(

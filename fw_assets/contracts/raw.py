@@ -15,8 +15,13 @@ import pyarrow
 import pyarrow.parquet as pq
 
 from fw_assets.contracts import rules
-from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.contracts.frames import footer_frame, footer_violations, row_violations
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
+from fw_assets.contracts.frames import (
+    footer_frame,
+    footer_violations,
+    plain_strings,
+    row_violations,
+)
 from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA, SCORE_MAX, SCORE_MIN, raw_schema
 from fw_assets.contracts.every_row import (
     duplicate_id_violations,
@@ -97,7 +102,7 @@ def schema_outcome(
         violations += footer_violations(schema, frame, file_name(f.path), f.rows)
     rows = sum(f.rows for f in files)
     if files and not source_problems and rows == 0:
-        violations.append(Violation("no_rows", None, 0, f"its {len(files)} files hold no rows"))
+        violations.append(Violation("no_rows", None, 0, f"the dump's {len(files)} files hold no rows"))
     empty = [file_name(f.path) for f in files if f.rows == 0]
     figures = {"files": len(files), "rows": rows, "empty_files": len(empty)}
     if empty:
@@ -179,6 +184,7 @@ def sample_rows(path: Path) -> pd.DataFrame:
         )
         batch = next(batches, None)
         if batch is not None:
+            batch = batch.cast(plain_strings(batch.schema))
             frames.append(batch.to_pandas(types_mapper=pd.ArrowDtype))
     if not frames:
         return pd.DataFrame({"id": [], "text": []})
