@@ -106,7 +106,7 @@ def workspace(good_dump, tmp_path) -> Workspace:
     return Workspace(tmp_path / "source", tmp_path / "output", published_tree(tmp_path / "output"))
 
 
-def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: str) -> str:
+def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: str) -> None:
     """The run failed at `asset` with a message naming the dump and `phrases`; the failed check
     carries the same; the stages after it did not run; the published files are untouched."""
     assert not run.result.success
@@ -124,14 +124,15 @@ def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: st
     assert not run.materialized(asset)
     assert not run.materialized("bucketed")
     assert published_tree(ws.output) == ws.published_before
-    return message
 
 
-def assert_accepted(ws: Workspace, run: Run) -> None:
+def assert_accepted(run: Run) -> None:
+    """Every stage was recorded and all nine blocking checks passed."""
     assert run.result.success
-    for asset in ("raw", "sampled", "bucketed"):
-        assert run.materialized(asset)
-        assert all(e.passed for e in run.result.get_asset_check_evaluations() if e.severity == dg.AssetCheckSeverity.ERROR)
+    assert all(run.materialized(asset) for asset in ("raw", "sampled", "bucketed"))
+    evaluations = run.result.get_asset_check_evaluations()
+    blocking = [e for e in evaluations if e.severity == dg.AssetCheckSeverity.ERROR]
+    assert len(blocking) == 9 and all(e.passed for e in blocking)
 
 
 def ids_at(path: Path, rows: list[int]) -> list[str]:
@@ -215,7 +216,7 @@ def test_zero_row_file_is_accepted_and_changes_nothing(workspace):
     rows_before = workspace.bucket_rows()
     bad.write_empty_like(workspace.file("train-00002-of-00002.parquet"), workspace.file(FIRST))
     run = workspace.run()
-    assert_accepted(workspace, run)
+    assert_accepted(run)
     schema = run.check("raw", "schema")
     assert schema.passed
     assert schema.metadata["empty_files"].value == 1
@@ -250,7 +251,7 @@ def test_extra_unknown_columns_are_accepted_and_ignored(workspace):
     rows_before = workspace.bucket_rows()
     bad.rewrite(workspace.file(FIRST), bad.with_extra_columns)
     run = workspace.run()
-    assert_accepted(workspace, run)
+    assert_accepted(run)
     assert workspace.bucket_rows() == rows_before
     for files in bucketed_files(workspace.output, DUMP, SEED_POLICY).values():
         for f in files:
@@ -264,13 +265,14 @@ def test_large_string_columns_of_a_re_exported_file_are_accepted(workspace):
     )))
     assert pq.read_schema(workspace.file(SECOND)).field("text").type == pa.large_string()
     run = workspace.run()
-    assert_accepted(workspace, run)
+    assert_accepted(run)
     assert workspace.bucket_rows() == rows_before
 
 
 def test_non_ascii_and_one_megabyte_texts_are_accepted_intact(workspace):
     table = pq.read_table(workspace.file(FIRST))
-    kept = [i for i, (d, s) in enumerate(zip(table["id"].to_pylist(), table["score"].to_pylist())) if SEED_POLICY.keeps(d, s)]
+    pairs = zip(table["id"].to_pylist(), table["score"].to_pylist())
+    kept = [i for i, (doc_id, score) in enumerate(pairs) if SEED_POLICY.keeps(doc_id, score)]
     texts = {
         kept[0]: "Ünïcödé façade — 北京大学 — مرحبا — 🦀🚀 — e\u0301 — \u200bzero-width",
         kept[1]: ("Long page. " + "Здравствуйте, мир! " * 100) * 500,  # ~1 MB of UTF-8
@@ -278,7 +280,7 @@ def test_non_ascii_and_one_megabyte_texts_are_accepted_intact(workspace):
     assert len(texts[kept[1]].encode()) > 1_000_000
     bad.rewrite(workspace.file(FIRST), bad.with_values("text", texts))
     run = workspace.run()
-    assert_accepted(workspace, run)
+    assert_accepted(run)
     published = {doc_id: text for rows in workspace.bucket_rows().values() for doc_id, text, _ in rows}
     for row, text in texts.items():
         assert published[table["id"][row].as_py()] == text
@@ -300,7 +302,7 @@ def test_folder_not_named_like_a_dump_is_ignored_with_a_warning(workspace, tmp_p
     assert DUMP in keys and "downloads-tmp" not in keys and "CC-MAIN-2013-20.bak" not in keys
     for name in ("downloads-tmp", "CC-MAIN-2013-20.bak"):
         assert f"Ignoring {workspace.source / 'data' / name}: not a dump folder" in completed.stderr
-    assert_accepted(workspace, workspace.run())
+    assert_accepted(workspace.run())
 
 
 # --- more of the contracts ------------------------------------------------------------------
@@ -379,8 +381,12 @@ def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
             for name in names
         ]
         infos = instance.event_log_storage.get_asset_check_partition_info(keys)
-    status = {(i.check_key.asset_key.to_user_string(), i.check_key.name, i.partition_key): i.latest_execution_status for i in infos}
-    assert all(status[(k.asset_key.to_user_string(), k.name, DUMP)] == AssetCheckExecutionRecordStatus.SUCCEEDED for k in keys)
+    status = {
+        (i.check_key.asset_key.to_user_string(), i.check_key.name, i.partition_key): i.latest_execution_status
+        for i in infos
+    }
+    for key in keys:
+        assert status[(key.asset_key.to_user_string(), key.name, DUMP)] == AssetCheckExecutionRecordStatus.SUCCEEDED
     assert status[("raw", "key_columns", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.FAILED
     # the refused dump's later checks were planned, never evaluated: its sampled step never ran
     assert status[("sampled", "sampling_ratio", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.PLANNED
@@ -523,7 +529,8 @@ def test_missing_output_rows_fail_bucketed_reconciliation(con, good_dump, clean_
     (path,) = clean_buckets["3.0"]
     dropped = bad.rewrite(path, lambda t: t.slice(5))["id"].to_pylist()[:5]
     selection = selection_path(good_dump[1], DUMP)
-    reconciliation = outcome(check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY), "reconciliation")
+    outcomes = check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY)
+    reconciliation = outcome(outcomes, "reconciliation")
     problems = [v.describe() for v in reconciliation.violations]
     kept = reconciliation.figures["kept_3.0"]
     assert f"bucket 3.0 holds {kept - 5:,} rows, the selection kept {kept:,}" in problems
@@ -601,7 +608,8 @@ def test_pandera_selection_schema_and_sql_flag_the_same_rows(con, clean_selectio
     pq.write_table(table, clean_selection)
 
     by_sql: dict[str, int] = {}
-    for violation in (v for o in check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS) for v in o.violations):
+    outcomes = check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS)
+    for violation in (v for o in outcomes for v in o.violations):
         if violation.rule != "sampling_ratio":  # a statistic of the whole selection, not a row rule
             by_sql[violation.rule] = by_sql.get(violation.rule, 0) + violation.rows
     by_pandera = failing_rows(selection_schema(SEED_POLICY), table.to_pandas(types_mapper=pd.ArrowDtype))

@@ -198,7 +198,8 @@ def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: 
     **PER_DUMP,
     deps=[sampled],
     pool="duckdb",
-    code_version=f"{POLICY.fingerprint()}-{sql_fingerprint('write_buckets', 'bucket_counts', *BUCKETED_CONTRACT_SQL)}",
+    code_version=f"{POLICY.fingerprint()}-"
+    f"{sql_fingerprint('write_buckets', 'bucket_counts', *BUCKETED_CONTRACT_SQL)}",
     kinds={"duckdb", "parquet"},
     check_specs=BUCKETED_CHECK_SPECS,
     description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/, "
