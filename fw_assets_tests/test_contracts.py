@@ -447,7 +447,7 @@ def outcome(outcomes, name):
 
 
 def test_selection_passes_on_a_clean_run(con, clean_selection):
-    outcomes = check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS)
+    outcomes = check_selection(con, clean_selection, SEED_POLICY, ROWS)
     assert [o.check.name for o in outcomes if not o.passed] == []
     assert outcome(outcomes, "reconciliation").figures["rows_in"] == ROWS
 
@@ -458,7 +458,7 @@ def test_sampling_ratio_outside_the_binomial_tolerance_fails(con, clean_selectio
     keep = [True if inside else k for inside, k in zip(in_3_0, table["keep"].to_pylist())]
     pq.write_table(table.set_column(5, "keep", pa.array(keep)), clean_selection)
 
-    ratio = outcome(check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS), "sampling_ratio")
+    ratio = outcome(check_selection(con, clean_selection, SEED_POLICY, ROWS), "sampling_ratio")
     n = sum(in_3_0)
     assert not ratio.passed
     assert ratio.figures["tolerance_3.0"] == round(binomial_tolerance(n, 0.6), 1)
@@ -483,7 +483,7 @@ def test_rows_without_a_keep_decision_or_kept_below_every_bucket_fail_reconcilia
         keep[i] = True
     pq.write_table(table.set_column(5, "keep", pa.array(keep)), clean_selection)
 
-    outcomes = check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS + 1)
+    outcomes = check_selection(con, clean_selection, SEED_POLICY, ROWS + 1)
     problems = [v.describe() for v in outcome(outcomes, "reconciliation").violations]
     assert problems == [
         "column keep: 2 rows in bucket 3.5 with no keep decision",
@@ -499,7 +499,7 @@ def test_a_row_in_the_wrong_bucket_fails_the_selection_schema(con, clean_selecti
     buckets[row] = "4.0"
     pq.write_table(table.set_column(4, "bucket", pa.array(buckets)), clean_selection)
 
-    schema = outcome(check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS), "schema")
+    schema = outcome(check_selection(con, clean_selection, SEED_POLICY, ROWS), "schema")
     (violation,) = schema.violations
     assert violation.rule == rules.BUCKET_MISMATCH.name and violation.rows == 1
     assert f"{table['id'][row].as_py()} (row {table['source_row'][row].as_py()})" in violation.examples[0]
@@ -608,7 +608,7 @@ def test_pandera_selection_schema_and_sql_flag_the_same_rows(con, clean_selectio
     pq.write_table(table, clean_selection)
 
     by_sql: dict[str, int] = {}
-    outcomes = check_selection(con, DUMP, clean_selection, SEED_POLICY, ROWS)
+    outcomes = check_selection(con, clean_selection, SEED_POLICY, ROWS)
     for violation in (v for o in outcomes for v in o.violations):
         if violation.rule != "sampling_ratio":  # a statistic of the whole selection, not a row rule
             by_sql[violation.rule] = by_sql.get(violation.rule, 0) + violation.rows

@@ -137,7 +137,7 @@ def sampled(
             write_selection(con, source.paths, staged, POLICY, reporter)
             counts = selection_counts(con, staged)
             contract = Stopwatch()
-            outcomes = check_selection(con, source.dump, staged, POLICY, source.rows)
+            outcomes = check_selection(con, staged, POLICY, source.rows)
             contract_seconds = contract.seconds()
         yield from report(source.dump, "sampled", outcomes)
         staging.publish({selection_path(storage.output_root, source.dump): staged})

@@ -59,7 +59,6 @@ def bucket_tallies(
 
 def check_selection(
     con: duckdb.DuckDBPyConnection,
-    dump: str,
     selection: Path,
     policy: SamplingPolicy,
     source_rows: int,
