@@ -3,13 +3,13 @@
     python -m fw_assets.demo [--rows N] [--dumps DUMP ...]
 
 Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/sample/fineweb`
-(FW_OUTPUT_DIR), run history to `.dagster/` (DAGSTER_HOME), unless those variables are set.
-Each dump is one `dagster asset materialize --select '*' --partition <dump>` process.
+(FW_OUTPUT_DIR), unless those variables are set; run history goes where the repo's dagster.yaml
+puts it (`.dagster/`). Each dump is one `dagster asset materialize --select '*' --partition <dump>`
+process started from the repo root.
 """
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -28,15 +28,10 @@ SAMPLE_OUTPUT = Path("data/sample/fineweb")
 
 
 def demo_environment() -> dict[str, str]:
-    """The user's environment, with the sample folders and a repo-local DAGSTER_HOME as defaults."""
+    """The user's environment, with the sample folders as defaults."""
     env = dict(os.environ)
     env.setdefault(settings.SOURCE_DIR_ENV, str((REPO / SAMPLE_SOURCE).resolve()))
     env.setdefault(settings.OUTPUT_DIR_ENV, str((REPO / SAMPLE_OUTPUT).resolve()))
-    env.setdefault("DAGSTER_HOME", str(REPO / ".dagster"))
-    home = Path(env["DAGSTER_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():
-        shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     return env
 
 
@@ -85,8 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     env = demo_environment()
     source, output = Path(env[settings.SOURCE_DIR_ENV]), Path(env[settings.OUTPUT_DIR_ENV])
     ensure_sample_dumps(source, args.dumps, args.rows)
-    log_dir = Path(env["DAGSTER_HOME"]) / "demo-logs"
-    log_dir.mkdir(exist_ok=True)
+    log_dir = REPO / ".dagster" / "demo-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
     for dump in args.dumps:
         materialize(dump, env, log_dir)
 
@@ -94,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"bucketed:       {output}/en/<bucket>/<dump>/*.parquet")
     if (output / "tokenized").is_dir():
         print(f"tokenized:      {output}/tokenized/<tokenizer>/<bucket>/<dump>.bin|.idx|.docs.parquet")
-    print(f"run history:    {env['DAGSTER_HOME']} (see it with: dagster dev -w workspace.yaml)\n")
+    print("run history:    open the UI with: dagster dev -w workspace.yaml\n")
     print(bucket_summary(output, args.dumps))
 
 
