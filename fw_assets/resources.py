@@ -36,10 +36,21 @@ class FineWebStorage(dg.ConfigurableResource):
         return cls(source_dir=str(settings.source_dir()), output_dir=str(settings.output_dir()))
 
 
-def default_memory_limit() -> str:
+# Rows each thread gathers before writing its share of every PARTITION_BY folder. DuckDB's
+# default (524,288) holds ~2.7 GB of web pages per thread: peak memory then grew with the dump
+# and a 4M-document dump spilled, taking 3.5x as long. At 4,096 the bucketed step peaks at
+# ~0.6 GB per thread whatever the dump's size, at the same CPU time (BENCHMARKS.md).
+PARTITIONED_WRITE_FLUSH_ROWS = 4096
+
+
+def default_memory_limit_bytes() -> int:
     """A quarter of physical memory: room for a second dump run and the tokenizer beside it."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return f"{max(total // 4 // 2**20, 512)}MiB"
+    return max(total // 4, 512 * 2**20)
+
+
+def default_memory_limit() -> str:
+    return f"{default_memory_limit_bytes() // 2**20}MiB"
 
 
 class DuckDBResource(dg.ConfigurableResource):
@@ -64,6 +75,7 @@ class DuckDBResource(dg.ConfigurableResource):
                 "memory_limit": self.memory_limit or default_memory_limit(),
                 "temp_directory": str(spill_dir),
                 "preserve_insertion_order": False,
+                "partitioned_write_flush_threshold": PARTITIONED_WRITE_FLUSH_ROWS,
             },
         )
         try:

@@ -15,13 +15,17 @@ COPY (
         CASE
             WHEN policy.rate >= 1 THEN true
             WHEN policy.rate > 0 THEN
-                -- Python's int(md5(key).hexdigest(), 16): the hex digest read as one number.
-                -- md5_number() would read the digest's bytes in another order.
-                ('0x' || md5(policy.hash_prefix || src.id || policy.hash_suffix))::UHUGEINT
+                -- Python's int(md5(key).hexdigest(), 16) % 10000, with the 128-bit number
+                -- N = hi * 2^64 + lo taken as its two 64-bit hex halves:
+                -- N % 10000 = (hi % 10000 * (2^64 % 10000) + lo % 10000) % 10000, 2^64 % 10000 = 1616.
+                -- Casting all 32 hex digits to UHUGEINT gives the same number at 3x the cost;
+                -- md5_number() reads the digest's bytes in another order.
+                (('0x' || md5(policy.hash_prefix || src.id || policy.hash_suffix)[1:16])::UBIGINT % 10000 * 1616
+                 + ('0x' || md5(policy.hash_prefix || src.id || policy.hash_suffix)[17:32])::UBIGINT % 10000)
                     % 10000 / 10000 < policy.rate
             ELSE false
         END IS TRUE         AS keep
     FROM read_parquet($files, filename = true, file_row_number = true) AS src
     LEFT JOIN policy
         ON src.score >= policy.low AND src.score < policy.high
-) TO $selection (FORMAT parquet, COMPRESSION zstd);
+) TO $selection (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1);
