@@ -364,6 +364,38 @@ def test_sampled_rechecks_the_source_when_run_without_raw(workspace):
     assert rerun.result.asset_materializations_for_node("sampled")[0].metadata["raw_rechecked"].value is True
 
 
+def test_bucketed_run_alone_after_the_source_moved_is_refused(workspace):
+    """The selection names source files by path; the workspace is a moved copy of the snapshot."""
+    run = workspace.run(assets=[bucketed])
+    assert_refused(
+        workspace, run, "bucketed", "reconciliation", "bucket 3.0 holds 0 rows, the selection kept"
+    )
+
+
+def test_bucketed_refuses_output_that_breaks_its_contract_and_keeps_the_published_buckets(
+    good_dump, workspace
+):
+    """A selection edited by hand after it was published puts a 3.0 row into bucket 4.0."""
+    path = selection_path(workspace.output, DUMP)
+    table = pq.read_table(path)
+    row = next(
+        i
+        for i, (bucket, keep) in enumerate(zip(table["bucket"].to_pylist(), table["keep"].to_pylist()))
+        if bucket == "3.0" and keep
+    )
+    moved = [f.replace(str(good_dump[0]), str(workspace.source)) for f in table["source_file"].to_pylist()]
+    table = bad.with_values("source_file", dict(enumerate(moved)))(table)
+    pq.write_table(bad.with_values("bucket", {row: "4.0"})(table), path)
+    workspace.published_before = published_tree(workspace.output)
+
+    run = workspace.run(assets=[bucketed])
+    doc_id, score = table["id"][row].as_py(), table["score"][row].as_py()
+    assert_refused(
+        workspace, run, "bucketed", "score_in_bucket",
+        "1 row with a score outside their bucket's interval", f"{doc_id} (row", f"score={score}",
+    )
+
+
 def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
     write_sample_dump(workspace.source, OTHER_DUMP, 500, 1, seed=3)
     bad.rewrite(workspace.source / "data" / OTHER_DUMP / "train-00000-of-00001.parquet",
