@@ -236,6 +236,22 @@ def test_truncated_or_corrupt_file_is_refused_naming_it(workspace, damage):
     assert_refused(workspace, run, "raw", check, f"file {SECOND}", phrase, "re-download it")
 
 
+def test_corrupt_text_page_is_refused_by_bucketed_naming_the_file(workspace):
+    """raw reads only key columns and a few text row groups; the text is read in full by bucketed."""
+    bad.corrupt_column(workspace.file(SECOND), "text")
+    run = workspace.run()
+    assert run.materialized("raw") and run.materialized("sampled")
+    warning = run.check("raw", "text_sample")
+    assert not warning.passed and f"file {SECOND}" in warning.metadata["problems"].value[0]
+    message = run.failure("bucketed")
+    assert f"Dump {DUMP} failed the bucketed contract; nothing was published" in message
+    assert f"file {SECOND}: cannot be read" in message and FIRST not in message
+    assert not run.materialized("bucketed")
+    # sampled passed and republished its selection; every bucket file is exactly as before
+    buckets = {p: h for p, h in published_tree(workspace.output).items() if p.startswith("en/")}
+    assert buckets == {p: h for p, h in workspace.published_before.items() if p.startswith("en/")}
+
+
 def test_dump_column_disagreeing_with_its_folder_is_refused(workspace):
     bad.rewrite(workspace.file(SECOND), bad.with_values("dump", dict.fromkeys(range(ROWS // 2), OTHER_DUMP)))
     run = workspace.run()
