@@ -2,7 +2,7 @@
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, TimeoutError
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import Any
 
 import duckdb
@@ -41,23 +41,23 @@ def run_with_progress(
     interval: float = PROGRESS_INTERVAL_SECONDS,
 ) -> list[tuple]:
     """Execute one statement, logging DuckDB's own query progress every `interval` seconds."""
-    return call_with_progress(con, lambda: con.execute(sql, parameters).fetchall(), reporter, interval)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(lambda: con.execute(sql, parameters).fetchall())
+        return wait_with_progress(con, running, reporter, interval)
 
 
-def call_with_progress(
+def wait_with_progress(
     con: duckdb.DuckDBPyConnection,
-    call: Callable[[], Any],
+    running: Future,
     reporter: ProgressReporter,
     interval: float = PROGRESS_INTERVAL_SECONDS,
 ) -> Any:
-    """Run `call` (which runs a query on `con`), logging the query's progress every `interval` s."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        running = pool.submit(call)
-        while True:
-            try:
-                return running.result(timeout=interval)
-            except TimeoutError:
-                reporter.report(max(con.query_progress(), 0.0) / 100.0)
-            except BaseException:
-                con.interrupt()
-                raise
+    """The result of `running`, a query on `con` in another thread; logs its progress meanwhile."""
+    while True:
+        try:
+            return running.result(timeout=interval)
+        except TimeoutError:
+            reporter.report(max(con.query_progress(), 0.0) / 100.0)
+        except BaseException:
+            con.interrupt()
+            raise

@@ -3,7 +3,6 @@
 import hashlib
 import time
 from pathlib import Path
-from types import ModuleType
 
 import dagster as dg
 
@@ -11,31 +10,29 @@ from fw_assets.bucketing.assets import PER_DUMP, POLICY, bucketed
 from fw_assets.bucketing.layout import bucketed_files
 from fw_assets.lib.manifest import describe
 from fw_assets.lib.markdown import table
-from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.sql import sql_fingerprint
 from fw_assets.resources import DuckDBResource, FineWebStorage
-from fw_assets.tokenizing import doc_index, encode, indexed_dataset, steps, tokenizer
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import BucketTokens, tokenize_bucket
+from fw_assets.tokenizing.steps import BucketInput, BucketTokens, tokenize_buckets
 
 
-def _source_fingerprint(*modules: ModuleType) -> str:
-    """Short hash of the modules' source: whatever changes the bytes written changes it."""
+def _source_fingerprint(*modules: str) -> str:
+    """Short hash of the source of these `fw_assets.tokenizing` modules."""
     digest = hashlib.sha256()
     for module in modules:
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update((Path(__file__).parent / f"{module}.py").read_bytes())
     return digest.hexdigest()[:12]
 
 
 # The code that decides the bytes of the token files. The tokenizer itself is configuration:
 # its identity names the output folder and is recorded in the metadata of every run.
 CODE_VERSION = (
-    f"{_source_fingerprint(tokenizer, encode, indexed_dataset, doc_index, steps)}"
+    f"{_source_fingerprint('tokenizer', 'encode', 'indexed_dataset', 'doc_index', 'steps')}"
     f"-{sql_fingerprint('documents_by_id')}"
 )
 
@@ -57,34 +54,24 @@ def tokenized(
     tokenizer: TokenizerResource,
 ) -> dg.MaterializeResult:
     dump = context.partition_key
-    inputs = _bucketed_inputs(storage, dump)
-    documents = {bucket: sum(describe(path).rows for path in files) for bucket, files in inputs.items()}
     spec = tokenizer.spec()
     identity = spec.load().identity()  # loads it here first: a bad configuration fails at once
+    name = identity["name"]
     token_dtype = optimal_token_dtype(identity["vocab_size"])
     workers, batch_rows = tokenizer.worker_count(), tokenizer.batch_rows()
-    name = identity["name"]
-    context.log.info(
-        f"Tokenizing {dump} ({sum(documents.values()):,} documents in {sum(map(bool, documents.values()))} buckets) with "
-        f"{name} (vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
-    )
     started = time.monotonic()
-    written: dict[str, BucketTokens] = {}
     with staged_publication(storage.output_root, f"tokenized-{name}-{dump}") as staging:
-        progress = TokenProgress(context.log.info, f"tokenizing {dump}", sum(documents.values()))
+        buckets = _bucket_inputs(storage, dump, staging.path)
+        total = sum(b.documents for b in buckets)
+        context.log.info(
+            f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
+            f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
+        )
+        progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
         with ParallelEncoder(spec, workers) as encoder, duckdb.connect(staging.path) as con:
-            for bucket, files in inputs.items():
-                if not documents[bucket]:
-                    continue  # nothing to publish: see _moves
-                staged = staging.path / bucket / dump
-                staged.parent.mkdir(parents=True)
-                ordering = ProgressReporter(
-                    context.log.info, f"ordering {dump} bucket {bucket} by id", documents[bucket]
-                )
-                written[bucket] = tokenize_bucket(
-                    con, files, staged, encoder, token_dtype, batch_rows, ordering, progress,
-                    where=f"Dump {dump}, bucket {bucket}",
-                )
+            written = tokenize_buckets(
+                con, buckets, encoder, token_dtype, batch_rows, progress, context.log.info, dump
+            )
         progress.report()
         staging.publish(_moves(storage, name, dump, staging.path, written))
     return dg.MaterializeResult(
@@ -95,15 +82,23 @@ def tokenized(
     )
 
 
-def _bucketed_inputs(storage: FineWebStorage, dump: str) -> dict[str, list[Path]]:
-    """The dump's published bucket files, per bucket of the policy (empty list: no files)."""
+def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
+    """The dump's buckets that hold documents (counted from the published files' footers), each
+    with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
     files = bucketed_files(storage.output_root, dump, POLICY)
     if not any(files.values()):
         raise dg.Failure(
             f"Dump {dump}: no bucketed parquet under {storage.output_root / 'en'}/<bucket>/{dump}/ "
             "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
         )
-    return files
+    buckets = []
+    for bucket, paths in files.items():
+        documents = sum(describe(path).rows for path in paths)
+        if documents:
+            prefix = staging / bucket / dump
+            prefix.parent.mkdir(parents=True)
+            buckets.append(BucketInput(bucket, paths, documents, prefix))
+    return buckets
 
 
 def _moves(
@@ -135,7 +130,7 @@ def _metadata(
         "tokens": tokens,
         "bytes_written": dg.MetadataValue.int(sum(w.bytes for w in written.values())),
         "seconds": round(seconds, 2),
-        "ordering_seconds": round(sum(w.ordering_seconds for w in written.values()), 2),
+        "order_wait_seconds": round(sum(w.order_wait_seconds for w in written.values()), 2),
         "tokens_per_second": round(tokens / max(seconds, 1e-9)),
         "documents_per_second": round(documents / max(seconds, 1e-9)),
         "workers": workers,
@@ -154,8 +149,8 @@ def _metadata(
         metadata[f"bytes_{bucket}"] = w.bytes
         per_doc = w.tokens / w.documents if w.documents else 0.0
         rate = w.tokens / w.seconds if w.seconds else 0.0
-        rows.append((bucket, w.documents, w.tokens, per_doc, w.bytes, w.ordering_seconds, round(rate)))
+        rows.append((bucket, w.documents, w.tokens, per_doc, w.bytes, w.order_wait_seconds, round(rate)))
     metadata["buckets"] = dg.MetadataValue.md(
-        table(["bucket", "documents", "tokens", "tokens/doc", "bytes", "ordering s", "tokens/s"], rows)
+        table(["bucket", "documents", "tokens", "tokens/doc", "bytes", "waited for order s", "tokens/s"], rows)
     )
     return metadata

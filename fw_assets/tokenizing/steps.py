@@ -1,12 +1,15 @@
-"""Tokenizing one bucket of one dump, apart from Dagster so tests and benchmarks call it directly.
+"""Tokenizing the buckets of one dump, apart from Dagster so tests and benchmarks call it directly.
 
-DuckDB reads the bucket's parquet files and orders the documents by id (spilling to disk beyond
-its memory limit); arrow batches stream from the sorted result to the encoder's workers; the
-tokens, in the same order, go to `<prefix>.bin`/`.idx` and the ids to `<prefix>.docs.parquet`.
+DuckDB reads a bucket's parquet files and orders the documents by id (spilling to disk beyond its
+memory limit); arrow batches stream from the sorted result to the encoder's workers; the tokens,
+in the same order, go to `<prefix>.bin`/`.idx` and the ids to `<prefix>.docs.parquet`. While one
+bucket is encoded, DuckDB already orders the next one, so the workers wait only for the first.
 """
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass
 from itertools import tee
 from pathlib import Path
@@ -15,7 +18,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from fw_assets.lib.progress import ProgressReporter, call_with_progress
+from fw_assets.lib.progress import ProgressReporter, wait_with_progress
 from fw_assets.lib.sql import load_sql
 from fw_assets.tokenizing.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
@@ -25,13 +28,23 @@ from fw_assets.tokenizing.progress import TokenProgress
 
 
 @dataclass(frozen=True)
+class BucketInput:
+    """One bucket of a dump to tokenize: its files, how many documents they hold, the output prefix."""
+
+    name: str
+    files: list[Path]
+    documents: int
+    prefix: Path
+
+
+@dataclass(frozen=True)
 class BucketTokens:
     """What tokenizing one bucket wrote, and how long it took."""
 
     documents: int
     tokens: int
     bytes: int
-    ordering_seconds: float
+    order_wait_seconds: float  # how long encoding waited for DuckDB to order the documents
     seconds: float
 
 
@@ -44,39 +57,89 @@ def documents_in_id_order(
     return relation.to_arrow_reader(batch_rows)
 
 
-def tokenize_bucket(
+def tokenize_buckets(
     con: duckdb.DuckDBPyConnection,
-    files: list[Path],
-    prefix: Path,
+    buckets: list[BucketInput],
     encoder: ParallelEncoder,
     token_dtype: np.dtype,
     batch_rows: int,
-    ordering: ProgressReporter,
     progress: TokenProgress,
-    where: str,
-) -> BucketTokens:
-    """Write every document of `files` as `<prefix>.bin`, `.idx` and `.docs.parquet`.
+    log: Callable[[str], None],
+    dump: str,
+) -> dict[str, BucketTokens]:
+    """Write every document of each bucket as `<prefix>.bin`, `.idx` and `.docs.parquet`.
 
-    `ordering` logs DuckDB's progress while it orders the documents, `progress` counts what is
-    written; `where` (e.g. "Dump CC-MAIN-2024-10, bucket 3.0") starts every error message.
+    `progress` counts what is written; `log` receives DuckDB's progress while encoding waits for it.
     """
-    started = time.monotonic()
-    reader = call_with_progress(con, lambda: documents_in_id_order(con, files, batch_rows), ordering)
-    ordered = time.monotonic()
-    for_texts, for_ids = tee(_complete_batches(reader, con, files, where))
+    written = {}
+    with closing(_readers_in_id_order(con, buckets, batch_rows, log, dump)) as readers:
+        for bucket, reader, waited in readers:
+            started = time.monotonic() - waited
+            where = f"Dump {dump}, bucket {bucket.name}"
+            batches = _complete_batches(reader, con, bucket.files, where)
+            documents, tokens = _write_bucket(batches, bucket.prefix, encoder, token_dtype, progress)
+            written[bucket.name] = BucketTokens(
+                documents=documents,
+                tokens=tokens,
+                bytes=sum(path.stat().st_size for path in token_files(bucket.prefix)),
+                order_wait_seconds=waited,
+                seconds=time.monotonic() - started,
+            )
+    return written
+
+
+def _write_bucket(
+    batches: Iterator[pa.RecordBatch],
+    prefix: Path,
+    encoder: ParallelEncoder,
+    token_dtype: np.dtype,
+    progress: TokenProgress,
+) -> tuple[int, int]:
+    """Encode the batches' texts in order; write the tokens and the ids. Returns (documents, tokens)."""
+    for_texts, for_ids = tee(batches)  # buffers at most the batches in flight in the encoder
     with IndexedDatasetWriter(prefix, token_dtype) as tokens_out, DocumentIndexWriter(prefix) as docs_out:
         encoded = encoder.encode(batch.column("text").to_pylist() for batch in for_texts)
         for batch, result in zip(for_ids, encoded):
             tokens_out.add_documents(result.tokens, result.lengths)
             docs_out.add(batch.column("id"), result.lengths)
             progress.add(batch.num_rows, result.tokens.size)
-    return BucketTokens(
-        documents=tokens_out.document_count,
-        tokens=tokens_out.token_count,
-        bytes=sum(path.stat().st_size for path in token_files(prefix)),
-        ordering_seconds=ordered - started,
-        seconds=time.monotonic() - started,
-    )
+    return tokens_out.document_count, tokens_out.token_count
+
+
+def _readers_in_id_order(
+    con: duckdb.DuckDBPyConnection,
+    buckets: list[BucketInput],
+    batch_rows: int,
+    log: Callable[[str], None],
+    dump: str,
+) -> Iterator[tuple[BucketInput, pa.RecordBatchReader, float]]:
+    """(bucket, its ordered documents, seconds waited for them) in turn. Each bucket is ordered on
+    a cursor of its own, the next one while the caller consumes this one; close the generator to
+    stop early (a failure), which interrupts the ordering still running."""
+    with ThreadPoolExecutor(1, thread_name_prefix="order-by-id") as sorter:
+
+        def start(bucket: BucketInput) -> tuple[duckdb.DuckDBPyConnection, Future]:
+            cursor = con.cursor()
+            return cursor, sorter.submit(documents_in_id_order, cursor, bucket.files, batch_rows)
+
+        pending = start(buckets[0]) if buckets else None
+        try:
+            for i, bucket in enumerate(buckets):
+                cursor, running = pending
+                began = time.monotonic()
+                label = f"ordering {dump} bucket {bucket.name} by id"
+                reader = wait_with_progress(cursor, running, ProgressReporter(log, label, bucket.documents))
+                waited = time.monotonic() - began
+                pending = start(buckets[i + 1]) if i + 1 < len(buckets) else None
+                with closing(cursor):
+                    yield bucket, reader, waited
+        finally:
+            if pending is not None:
+                cursor, running = pending
+                running.cancel()
+                cursor.interrupt()
+                wait([running])
+                cursor.close()
 
 
 def _complete_batches(
@@ -90,7 +153,7 @@ def _complete_batches(
 
 
 def _describe_missing_values(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str:
-    # on a cursor of its own: `con` still holds the open, sorted result
+    # on a cursor of its own: other cursors of `con` hold open, sorted results
     with con.cursor() as cursor:
         parameters = {"files": [str(f) for f in files]}
         rows = cursor.execute(load_sql("documents_missing_values"), parameters).fetchall()
