@@ -9,6 +9,7 @@ bucket is encoded, DuckDB already orders the next one, so the workers wait only 
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import dataclass
 from itertools import tee
@@ -77,7 +78,13 @@ def tokenize_buckets(
             started = time.monotonic() - waited
             where = f"Dump {dump}, bucket {bucket.name}"
             batches = _complete_batches(reader, con, bucket.files, where)
-            documents, tokens = _write_bucket(batches, bucket.prefix, encoder, token_dtype, progress)
+            try:
+                documents, tokens = _write_bucket(batches, bucket.prefix, encoder, token_dtype, progress)
+            except BrokenProcessPool as error:
+                raise RuntimeError(
+                    f"{where}: a tokenizer worker process died (killed for memory?). Fewer workers "
+                    "or a smaller batch_size need less memory; nothing was published."
+                ) from error
             written[bucket.name] = BucketTokens(
                 documents=documents,
                 tokens=tokens,
