@@ -1,0 +1,96 @@
+"""Run one program as a whole process and measure it: wall time, CPU time, peak memory.
+
+Peak memory is the largest sum of resident set sizes over the process and all its descendants,
+sampled every `SAMPLE_SECONDS` (datatrove and Dagster run their work in child processes).
+"""
+
+import json
+import resource
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+
+from bench.cases import RESULT_PREFIX
+
+SAMPLE_SECONDS = 0.05
+
+
+@dataclass
+class Measurement:
+    seconds: float
+    cpu_seconds: float  # user + system of the process and every descendant it waited for
+    peak_rss: int  # bytes
+    facts: dict = field(default_factory=dict)  # the case's own `BENCH {...}` line
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class CaseFailed(RuntimeError):
+    pass
+
+
+def _sample_tree(process: psutil.Process, cpu_by_pid: dict[int, float]) -> int:
+    """Resident bytes of the process tree now; records each member's CPU seconds so far."""
+    total = 0
+    try:
+        family = [process, *process.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    for member in family:
+        try:
+            with member.oneshot():
+                total += member.memory_info().rss
+                times = member.cpu_times()
+            cpu_by_pid[member.pid] = times.user + times.system
+        except psutil.NoSuchProcess:
+            pass  # ended between listing and reading
+    return total
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(command: list[str], log: Path, env: dict | None = None, cwd: Path | None = None) -> Measurement:
+    """Run `command` to completion with its output in `log`; raise CaseFailed if it fails."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cpu_before = _children_cpu()
+    with open(log, "w") as output:
+        started = time.perf_counter()
+        process = psutil.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        peak = 0
+        cpu_by_pid: dict[int, float] = {}
+        while process.poll() is None:
+            peak = max(peak, _sample_tree(process, cpu_by_pid))
+            time.sleep(SAMPLE_SECONDS)
+        seconds = time.perf_counter() - started
+    # Descendants that were waited for are in RUSAGE_CHILDREN; those that were not (datatrove's
+    # forkserver workers) only in the samples, less their last SAMPLE_SECONDS.
+    cpu = max(_children_cpu() - cpu_before, sum(cpu_by_pid.values()))
+    text = log.read_text(errors="replace")
+    if process.returncode != 0:
+        tail = "\n".join(text.splitlines()[-25:])
+        raise CaseFailed(f"{' '.join(command)} exited with {process.returncode}; log {log}:\n{tail}")
+    facts = {}
+    for line in text.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            facts = json.loads(line[len(RESULT_PREFIX) :])
+    return Measurement(seconds=seconds, cpu_seconds=cpu, peak_rss=peak, facts=facts)
+
+
+def combine(parts: list[Measurement]) -> Measurement:
+    """Processes run one after the other: times add up, the peak is the largest."""
+    facts: dict = {}
+    for part in parts:
+        facts.update(part.facts)
+    return Measurement(
+        seconds=sum(p.seconds for p in parts),
+        cpu_seconds=sum(p.cpu_seconds for p in parts),
+        peak_rss=max(p.peak_rss for p in parts),
+        facts=facts,
+    )
