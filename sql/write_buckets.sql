@@ -20,8 +20,8 @@ COPY (
     -- Level 1, as pyarrow (and so the seed's datatrove writer) writes zstd: a third less CPU
     -- than DuckDB's default level 3 for ~12 % larger files (BENCHMARKS.md).
     COMPRESSION_LEVEL 1,
-    -- At most ~16k web pages per row group; the resource's partitioned_write_flush_threshold
-    -- (rows a thread buffers before writing) usually makes them smaller.
+    -- An upper bound: the connection's partitioned_write_flush_threshold (rows a thread buffers
+    -- before writing, see resources.py) makes row groups of ~2.5k-10k web pages.
     ROW_GROUP_SIZE 16384,
     FILENAME_PATTERN 'part-{i}'
 );
