@@ -84,7 +84,8 @@ def tokenized(
 
 def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
     """The dump's buckets that hold documents (counted from the published files' footers), each
-    with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
+    with its staged output prefix, in the order to tokenize them. A bucket without documents has
+    nothing to tokenize: see _moves."""
     files = bucketed_files(storage.output_root, dump, POLICY)
     if not any(files.values()):
         raise dg.Failure(
@@ -98,7 +99,9 @@ def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[Bu
             prefix = staging / bucket / dump
             prefix.parent.mkdir(parents=True)
             buckets.append(BucketInput(bucket, paths, documents, prefix))
-    return buckets
+    # smallest first: encoding waits only for the first bucket's ordering, the others are
+    # ordered while the one before them is encoded
+    return sorted(buckets, key=lambda b: b.documents)
 
 
 def _moves(
