@@ -99,3 +99,32 @@ def published_buckets(work: Path, spec: DataSpec, source_root: Path, dump: str) 
         raise RuntimeError(f"preparing {dump} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
     marker.touch()
     return root
+
+
+def published_merged(work: Path, spec: DataSpec, source_root: Path, dumps: tuple[str, ...], name: str) -> tuple[Path, Path]:
+    """`dumps` bucketed as one dump called `name` by the two statements, laid out as published
+    (`en/<bucket>/<name>/`), made once. Returns (source root, output root) for Dagster: the
+    source root only holds an empty `data/<name>/`, so that `name` is a partition."""
+    base = prepared_dir(work, spec) / f"merged-{name}-{sql_fingerprint('select_sample', 'write_buckets')}"
+    source, output = base / "source", base / "output"
+    marker = base / ".complete"
+    if marker.exists():
+        return source, output
+    print(f"preparing the bucketed output of {'+'.join(dumps)} as {name} (untimed) ...", flush=True)
+    shutil.rmtree(base, ignore_errors=True)
+    scratch = base / "scratch"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.cases.fw_sql", "--source", str(source_root), "--out", str(scratch),
+         "--dumps", *dumps, "--as", name],
+        cwd=REPO, capture_output=True, text=True,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"preparing {name} failed:\n{completed.stderr[-3000:]}")
+    for folder in (scratch / "buckets" / name).glob("bucket=*"):
+        target = output / "en" / folder.name.removeprefix("bucket=") / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(target)
+    shutil.rmtree(scratch)
+    (source / "data" / name).mkdir(parents=True)
+    marker.touch()
+    return source, output

@@ -95,9 +95,10 @@ def targets(by_name: dict[str, Result], cores: int, memory_limit_bytes: int) -> 
             by_name[f"tiktoken_{cores}"].tokens_per_second / (by_name["tiktoken_1"].tokens_per_second * cores),
             0.0, True,
         ))
-    for step in ("sampled", "bucketed"):
-        if have(f"{step}_N_default", f"{step}_4N_default"):
-            n, n4 = by_name[f"{step}_N_default"], by_name[f"{step}_4N_default"]
+    at_n = {"sampled": "sampled_N_default", "bucketed": "bucketed_N_default", "tokenized": "tokenized"}
+    for step in ("sampled", "bucketed", "tokenized"):
+        if have(at_n[step], f"{step}_4N_default"):
+            n, n4 = by_name[at_n[step]], by_name[f"{step}_4N_default"]
             found.append(Target(f"{step}: peak RSS at 4N ÷ at N", n4.peak_rss / n.peak_rss, 1.2, False))
             found.append(Target(
                 f"{step}: peak RSS at 4N ÷ the default memory limit", n4.peak_rss / memory_limit_bytes, 1.0, False

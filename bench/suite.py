@@ -213,6 +213,32 @@ def memory_cases(bench: Bench) -> list[Case]:
                     f"{step}_{size}_{limit}", f"{step} alone, {size} = {docs:,} docs, memory limit: {limit}",
                     "memory", docs, text, [Step([*base, "--step", step])], output,
                 ))
+    if tokenized_asset_exists():
+        cases += _tokenized_4n_cases(bench, sizes["4N"])
+    return cases
+
+
+def _tokenized_4n_cases(bench: Bench, dumps: tuple[str, ...]) -> list[Case]:
+    """The tokenized step (through Dagster) on the 4N dump's buckets; at N it is the tokenizing
+    group's `tokenized` case."""
+    source, published = prepare.published_merged(bench.work, bench.spec, bench.source, dumps, MEMORY_DUMP)
+    files = bucketed_texts(published, MEMORY_DUMP)
+    docs, text = sum(pq.read_metadata(f).num_rows for f in files), _text_bytes(files)
+    cases = []
+    for limit, memory_limit in (("default", None), ("duckdb", "none")):
+        home = bench.out(f"tokenized_4N_{limit}-home")
+        extra = []
+        if memory_limit:
+            run_config = {"resources": {"duckdb": {"config": {"memory_limit": memory_limit}}}}
+            extra = ["--config-json", json.dumps(run_config)]
+        cases.append(Case(
+            f"tokenized_4N_{limit}", f"tokenized, 4N = {docs:,} kept docs, memory limit: {limit}", "memory",
+            docs, text,
+            [Step([*prepare.dagster_command("tokenized", MEMORY_DUMP), *extra],
+                  prepare.dagster_env(source, published, home), home)],
+            published / "tokenized", fresh_homes=[home],
+            tokens=lambda _: token_files_tokens(published, MEMORY_DUMP)[1],
+        ))
     return cases
 
 
