@@ -53,7 +53,8 @@ def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
 
 
 def metadata(result: dg.ExecuteInProcessResult) -> dict:
-    return {k: v.value for k, v in result.asset_materializations_for_node("tokenized")[0].metadata.items()}
+    (materialization,) = result.asset_materializations_for_node("tokenized")
+    return {key: value.value for key, value in materialization.metadata.items()}
 
 
 @pytest.fixture(scope="module")
@@ -64,25 +65,31 @@ def hf_tokenizer_json(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def published(sample_source, tmp_path_factory, hf_tokenizer_json):
-    """DUMP through the chain and `tokenized` with cl100k (2 workers), then with the tiny
-    tokenizer.json; the runs' tokenized metadata, by tokenizer kind."""
+def tokenizers(hf_tokenizer_json) -> dict[str, TokenizerResource]:
+    """The int32 default (cl100k) and a uint16 tokenizer.json, by kind, with 2 workers each."""
+    return {
+        "tiktoken": TokenizerResource(workers=2),
+        "hf_json": TokenizerResource(kind="hf_json", name=str(hf_tokenizer_json), workers=2),
+    }
+
+
+@pytest.fixture(scope="module")
+def published(sample_source, tmp_path_factory, tokenizers):
+    """DUMP through the chain and `tokenized` with cl100k, then `tokenized` with the tiny
+    tokenizer.json: the output root, each run's metadata by tokenizer kind, the first run's log."""
     output = tmp_path_factory.mktemp("fineweb")
     with dg.instance_for_test() as instance:
-        cl100k = run_tokenized(sample_source, output, TokenizerResource(workers=2), chain=True, instance=instance)
+        cl100k = run_tokenized(sample_source, output, tokenizers["tiktoken"], chain=True, instance=instance)
         logs = [event.user_message for event in instance.all_logs(cl100k.run_id)]
-        hf = run_tokenized(
-            sample_source, output, TokenizerResource(kind="hf_json", name=str(hf_tokenizer_json), workers=2)
-        )
+        hf = run_tokenized(sample_source, output, tokenizers["hf_json"], instance=instance)
     return output, {"tiktoken": metadata(cl100k), "hf_json": metadata(hf)}, logs
 
 
 @pytest.fixture(params=["tiktoken", "hf_json"])
-def case(request, published, hf_tokenizer_json):
+def case(request, published, tokenizers):
     """(output root, tokenizer, run metadata) for the int32 default and the uint16 tokenizer.json."""
     output, runs, _ = published
-    spec = TokenizerResource(kind="hf_json", name=str(hf_tokenizer_json)) if request.param == "hf_json" else TokenizerResource()
-    return output, spec.spec().load(), runs[request.param]
+    return output, tokenizers[request.param].spec().load(), runs[request.param]
 
 
 def test_every_document_decodes_back_to_its_text_and_ends_with_eod(case):
@@ -121,7 +128,7 @@ def test_metadata_names_the_tokenizer_and_counts_every_bucket(case):
 
 
 @pytest.mark.parametrize("kind, dtype, code", [("tiktoken", np.int32, 4), ("hf_json", np.uint16, 8)])
-def test_index_header_and_fields_follow_megatrons_layout(published, hf_tokenizer_json, kind, dtype, code):
+def test_index_header_and_fields_follow_megatrons_layout(published, kind, dtype, code):
     output, runs, _ = published
     name = runs[kind]["tokenizer_name"]
     assert runs[kind]["token_dtype"] == np.dtype(dtype).name
@@ -173,7 +180,7 @@ def test_progress_line_says_documents_tokens_rate_and_time_left():
     assert "; 300,000 tokens, " in lines[0] and lines[0].endswith(" tokens/s")
 
 
-def test_same_bytes_whatever_the_workers_threads_batches_and_bucket_file_order(published, sample_source, tmp_path):
+def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, sample_source, tmp_path):
     """A fresh chain (its bucket files' row order is DuckDB's parallel writer's) tokenized in
     one process, with one DuckDB thread and tiny batches, writes the published bytes."""
     output, _, _ = published
@@ -192,7 +199,8 @@ def test_rerun_replaces_the_files_with_identical_bytes(published, sample_source)
     written = {path: (output / path).stat().st_mtime_ns for path in before}
     run_tokenized(sample_source, output, TokenizerResource(workers=2))
     assert tokenized_tree(output, CL100K) == before
-    assert all((output / path).stat().st_mtime_ns > mtime for path, mtime in written.items()), "rewritten"
+    rewritten = [(output / path).stat().st_mtime_ns > mtime for path, mtime in written.items()]
+    assert all(rewritten), "a re-run writes new files, it does not keep the old ones"
     assert not list((output / ".staging").glob("tokenized-*")), "staging is gone after a run"
 
 
@@ -233,7 +241,8 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
     (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
     table = pq.read_table(bucket_file)
     broken_id = table.column("id")[5].as_py()
-    texts = pc.if_else(pc.equal(table.column("id"), broken_id), pa.scalar(None, pa.string()), table.column("text"))
+    is_broken = pc.equal(table.column("id"), broken_id)
+    texts = pc.if_else(is_broken, pa.scalar(None, pa.string()), table.column("text"))
     pq.write_table(table.set_column(1, "text", texts), bucket_file)
 
     result = run_tokenized(source, output, TokenizerResource(workers=2), raise_on_error=False)
@@ -255,7 +264,10 @@ def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
 
 def test_workers_import_no_dagster():
     """Every worker process imports the encoder; Dagster would add ~1 s to each one's start."""
-    code = "import sys, fw_assets.tokenizing.encode; print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster'))"
+    code = (
+        "import sys, fw_assets.tokenizing.encode; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster'))"
+    )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "[]"
 
@@ -275,7 +287,8 @@ def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
     tokenized_def = defs.resolve_assets_def("tokenized")
     bucketed_def = defs.resolve_assets_def("bucketed")
     assert tokenized_def.partitions_def == bucketed_def.partitions_def
-    assert tokenized_def.backfill_policy == bucketed_def.backfill_policy == dg.BackfillPolicy.multi_run(1)
+    assert tokenized_def.backfill_policy == dg.BackfillPolicy.multi_run(1)
+    assert tokenized_def.backfill_policy == bucketed_def.backfill_policy
     assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu"
     assert dg.AssetKey("bucketed") in tokenized_def.dependency_keys
     assert "tokenizer" in defs.resources

@@ -153,7 +153,6 @@ def _metadata(
         per_doc = w.tokens / w.documents if w.documents else 0.0
         rate = w.tokens / w.seconds if w.seconds else 0.0
         rows.append((bucket, w.documents, w.tokens, per_doc, w.bytes, w.order_wait_seconds, round(rate)))
-    metadata["buckets"] = dg.MetadataValue.md(
-        table(["bucket", "documents", "tokens", "tokens/doc", "bytes", "waited for order s", "tokens/s"], rows)
-    )
+    header = ["bucket", "documents", "tokens", "tokens/doc", "bytes", "waited for order s", "tokens/s"]
+    metadata["buckets"] = dg.MetadataValue.md(table(header, rows))
     return metadata

@@ -93,7 +93,9 @@ class IndexedDatasetWriter:
         tokens = _as_token_dtype(np.asarray(tokens), self.dtype)
         lengths = np.asarray(lengths)
         if lengths.ndim != 1 or int(lengths.sum()) != tokens.size or (lengths < 0).any():
-            raise ValueError(f"lengths summing to {int(lengths.sum())} do not split {tokens.size} tokens")
+            raise ValueError(
+                f"lengths summing to {int(lengths.sum())} do not split {tokens.size} tokens"
+            )
         if lengths.size and lengths.max() > np.iinfo(np.int32).max:
             raise ValueError(f"a document of {lengths.max()} tokens does not fit the int32 index")
         self._bin.write(memoryview(np.ascontiguousarray(tokens)))

@@ -1,4 +1,5 @@
-"""Where token files live: `<output_root>/tokenized/<tokenizer>/<bucket>/<dump>.{bin,idx,docs.parquet}`."""
+"""Where token files live: `<output_root>/tokenized/<tokenizer>/<bucket>/<dump>.{bin,idx}` and
+`<dump>.docs.parquet` beside them."""
 
 from pathlib import Path
 

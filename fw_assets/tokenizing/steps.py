@@ -104,7 +104,10 @@ def _write_bucket(
 ) -> tuple[int, int]:
     """Encode the batches' texts in order; write the tokens and the ids. Returns (documents, tokens)."""
     for_texts, for_ids = tee(batches)  # buffers at most the batches in flight in the encoder
-    with IndexedDatasetWriter(prefix, token_dtype) as tokens_out, DocumentIndexWriter(prefix) as docs_out:
+    with (
+        IndexedDatasetWriter(prefix, token_dtype) as tokens_out,
+        DocumentIndexWriter(prefix) as docs_out,
+    ):
         encoded = encoder.encode(batch.column("text").to_pylist() for batch in for_texts)
         for batch, result in zip(for_ids, encoded):
             tokens_out.add_documents(result.tokens, result.lengths)
@@ -135,7 +138,8 @@ def _readers_in_id_order(
                 cursor, running = pending
                 began = time.monotonic()
                 label = f"ordering {dump} bucket {bucket.name} by id"
-                reader = wait_with_progress(cursor, running, ProgressReporter(log, label, bucket.documents))
+                reporter = ProgressReporter(log, label, bucket.documents)
+                reader = wait_with_progress(cursor, running, reporter)
                 waited = time.monotonic() - began
                 pending = start(buckets[i + 1]) if i + 1 < len(buckets) else None
                 with closing(cursor):
