@@ -7,11 +7,12 @@ end-of-document token: the `.idx` sequence length).
 """
 
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from fw_assets.lib.writers import KeepOnSuccess
 
 SCHEMA = pa.schema(
     [("document_index", pa.int64()), ("id", pa.string()), ("token_count", pa.int32())]
@@ -26,7 +27,7 @@ def docs_path(prefix: Path) -> Path:
     return Path(f"{prefix}.docs.parquet")
 
 
-class DocumentIndexWriter:
+class DocumentIndexWriter(KeepOnSuccess):
     """Streams (id, token count) rows into `<prefix>.docs.parquet`, numbering documents from 0."""
 
     def __init__(self, prefix: Path) -> None:
@@ -54,7 +55,7 @@ class DocumentIndexWriter:
         if self._pending_rows >= ROW_GROUP_ROWS:
             self._flush(whole_groups_only=True)
 
-    def close(self) -> None:
+    def finish(self) -> None:
         """Write what is pending and the footer; the file is complete only after this."""
         self._flush(whole_groups_only=False)
         self._writer.close()
@@ -69,20 +70,10 @@ class DocumentIndexWriter:
         self._pending = table.slice(rows).to_batches()
         self._pending_rows = table.num_rows - rows
 
-    def __enter__(self) -> "DocumentIndexWriter":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._writer.close()
-            self.path.unlink(missing_ok=True)
+    def abort(self) -> None:
+        """Close and delete the partial file."""
+        self._writer.close()
+        self.path.unlink(missing_ok=True)
 
 
 def read_document_index(prefix: Path) -> pa.Table:

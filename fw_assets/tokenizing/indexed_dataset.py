@@ -10,9 +10,10 @@ written in the machine's byte order (little-endian on every platform it supports
 import struct
 from array import array
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
+
+from fw_assets.lib.writers import KeepOnSuccess
 
 INDEX_MAGIC = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1
@@ -52,8 +53,8 @@ def idx_path(prefix: Path) -> Path:
     return Path(f"{prefix}.idx")
 
 
-class IndexedDatasetWriter:
-    """Streams documents into `<prefix>.bin`; `finalize()` writes `<prefix>.idx`.
+class IndexedDatasetWriter(KeepOnSuccess):
+    """Streams documents into `<prefix>.bin`; `finish()` writes `<prefix>.idx`.
 
     Memory is 4 bytes per document (its length), whatever the number of tokens. Used as a
     context manager, an exception deletes the partial `.bin` and writes no `.idx`.
@@ -68,7 +69,7 @@ class IndexedDatasetWriter:
         if self._lengths.itemsize != 4:
             raise RuntimeError("this platform's C int is not 32 bits; the index needs int32")
         self.token_count = 0
-        # a stale .idx beside the new .bin would describe other tokens until finalize()
+        # a stale .idx beside the new .bin would describe other tokens until finish()
         idx_path(self.prefix).unlink(missing_ok=True)
         self._bin = open(bin_path(self.prefix), "wb")
 
@@ -102,7 +103,7 @@ class IndexedDatasetWriter:
         self._lengths.frombytes(lengths.astype(np.int32).tobytes())
         self.token_count += tokens.size
 
-    def finalize(self) -> None:
+    def finish(self) -> None:
         """Close `.bin` and write `.idx`; the pair is readable only after this."""
         self._bin.close()
         lengths = np.frombuffer(self._lengths, dtype=np.int32)
@@ -119,20 +120,6 @@ class IndexedDatasetWriter:
         """Close and delete the partial `.bin`."""
         self._bin.close()
         bin_path(self.prefix).unlink(missing_ok=True)
-
-    def __enter__(self) -> "IndexedDatasetWriter":
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.finalize()
-        else:
-            self.abort()
 
 
 def _as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
