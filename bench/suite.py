@@ -76,11 +76,7 @@ def bucketing_cases(bench: Bench) -> list[Case]:
     dumps = list(bench.dumps)
     cases = []
 
-    cases.append(_dagster_chain_case(bench, "fw_dagster", "default multiprocess executor", []))
-    # The same with every step in the CLI's own process (Dagster's in_process executor, chosen
-    # in the run config) instead of a new Python process per step.
-    in_process = ["--config-json", json.dumps({"execution": {"config": {"in_process": {}}}})]
-    cases.append(_dagster_chain_case(bench, "fw_dagster_in_process", "in_process executor", in_process))
+    cases.append(_dagster_chain_case(bench))
 
     out = bench.out("fw_sql")
     cases.append(Case(
@@ -120,14 +116,15 @@ def bucketing_cases(bench: Bench) -> list[Case]:
     return cases
 
 
-def _dagster_chain_case(bench: Bench, name: str, how: str, extra: list[str]) -> Case:
+def _dagster_chain_case(bench: Bench) -> Case:
     """`dagster asset materialize raw,sampled,bucketed`, one process per dump, as users run it."""
+    name = "fw_dagster"
     docs, text = bench.stats(bench.dumps)
     out = bench.out(name)
     home = bench.out(f"{name}-home")
     env = prepare.dagster_env(bench.source, out, home)
-    steps = [Step([*prepare.dagster_command("raw,sampled,bucketed", d), *extra], env, home) for d in bench.dumps]
-    label = f"fw_assets: dagster asset materialize raw,sampled,bucketed ({how})"
+    steps = [Step(prepare.dagster_command("raw,sampled,bucketed", d), env, home) for d in bench.dumps]
+    label = "fw_assets: dagster asset materialize raw,sampled,bucketed, a run per dump"
     return Case(name, label, "bucketing", docs, text, steps, out, fresh_homes=[home])
 
 
