@@ -65,6 +65,7 @@ def run_cases(cases: list[Case], runs: int, logs: Path) -> tuple[list[Result], l
     for run in range(1, runs + 1):
         for case in cases:
             reset(case)
+            os.sync()  # the last run's output is on disk before this one starts writing
             loads.append(os.getloadavg()[0])
             parts = [
                 measure(step.command, logs / f"{case.name}-run{run}-step{i}.log", step.env, step.cwd)
