@@ -79,7 +79,7 @@ class IndexedDatasetWriter(KeepOnSuccess):
 
     def add_document(self, tokens: np.ndarray) -> None:
         """Append one document's tokens (a 1-D integer array) to `.bin`."""
-        tokens = _as_token_dtype(np.asarray(tokens), self.dtype)
+        tokens = as_token_dtype(np.asarray(tokens), self.dtype)
         if tokens.size > np.iinfo(np.int32).max:
             raise ValueError(f"a document of {tokens.size} tokens does not fit the int32 index")
         self._bin.write(memoryview(np.ascontiguousarray(tokens)))
@@ -91,7 +91,7 @@ class IndexedDatasetWriter(KeepOnSuccess):
 
         One write per batch instead of one per document, the same bytes as `add_document`.
         """
-        tokens = _as_token_dtype(np.asarray(tokens), self.dtype)
+        tokens = as_token_dtype(np.asarray(tokens), self.dtype)
         lengths = np.asarray(lengths)
         if lengths.ndim != 1 or int(lengths.sum()) != tokens.size or (lengths < 0).any():
             raise ValueError(
@@ -122,7 +122,7 @@ class IndexedDatasetWriter(KeepOnSuccess):
         bin_path(self.prefix).unlink(missing_ok=True)
 
 
-def _as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`tokens` as `dtype`, refusing values it cannot hold (a silent wrap would corrupt data)."""
     if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
         raise ValueError(f"a document is a 1-D integer array, got {tokens.dtype} {tokens.shape}")

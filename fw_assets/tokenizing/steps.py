@@ -1,16 +1,18 @@
 """Tokenizing the buckets of one dump, apart from Dagster so tests and benchmarks call it directly.
 
-DuckDB reads a bucket's parquet files and orders the documents by id (spilling to disk beyond its
-memory limit); arrow batches stream from the sorted result to the encoder's workers; the tokens,
-in the same order, go to `<prefix>.bin`/`.idx` and the ids to `<prefix>.docs.parquet`. While one
-bucket is encoded, DuckDB already orders the next one, so the workers wait only for the first.
+Encode in any order, write in id order. A bucket's documents stream from its parquet files in
+whatever order DuckDB reads them, through the encoder's workers, into a scratch token file, and
+each one's (id, token offset, token count) into a scratch keys parquet. DuckDB then orders only
+the keys by id (~70 bytes a document, not its text), and the tokens are copied from the scratch
+file in that order into `<prefix>.bin`/`.idx`, the ids into `<prefix>.docs.parquet`. Memory does
+not grow with the bucket; its scratch files are deleted as soon as it is written.
 """
 
+import os
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import closing
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import tee
 from pathlib import Path
@@ -18,14 +20,29 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from fw_assets.lib.progress import ProgressReporter, wait_with_progress
 from fw_assets.lib.sql import load_sql
 from fw_assets.tokenizing.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetWriter
+from fw_assets.tokenizing.indexed_dataset import IndexedDatasetWriter, as_token_dtype
 from fw_assets.tokenizing.layout import token_files
 from fw_assets.tokenizing.progress import TokenProgress
+
+# A scratch keys row: where one document's tokens lie in the bucket's scratch token file.
+# text_hash only breaks ties between rows sharing an id (see sql/documents_to_tokenize.sql).
+KEYS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text_hash", pa.uint64()),
+        ("token_offset", pa.int64()),
+        ("token_count", pa.int64()),
+    ]
+)
+# Tokens are copied into the output files this many bytes at a time (a longer document alone).
+GATHER_BYTES = 64 * 2**20
+# Ordered keys fetched from DuckDB at a time (a few MB).
+KEY_BATCH_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -45,17 +62,20 @@ class BucketTokens:
     documents: int
     tokens: int
     bytes: int
-    order_wait_seconds: float  # how long encoding waited for DuckDB to order the documents
-    seconds: float
+    encoding_seconds: float  # reading and encoding the documents into the scratch files
+    ordering_seconds: float  # ordering the keys by id and copying the tokens into the output
+
+    @property
+    def seconds(self) -> float:
+        return self.encoding_seconds + self.ordering_seconds
 
 
-def documents_in_id_order(
-    con: duckdb.DuckDBPyConnection, files: list[Path], batch_rows: int
-) -> pa.RecordBatchReader:
-    """(id, text) batches of `batch_rows` documents, ordered by id. Returns once DuckDB has
-    ordered the rows; the batches then stream from the sorted result."""
-    relation = con.sql(load_sql("documents_by_id"), params={"files": [str(f) for f in files]})
-    return relation.to_arrow_reader(batch_rows)
+@dataclass(frozen=True)
+class ScratchFiles:
+    """One bucket's encoded documents in the order they were read."""
+
+    tokens: Path  # raw tokens in the output dtype, back to back
+    keys: Path  # parquet of KEYS_SCHEMA
 
 
 def tokenize_buckets(
@@ -67,90 +87,156 @@ def tokenize_buckets(
     progress: TokenProgress,
     log: Callable[[str], None],
     dump: str,
+    scratch: Path,
+    gather_bytes: int = GATHER_BYTES,
 ) -> dict[str, BucketTokens]:
-    """Write every document of each bucket as `<prefix>.bin`, `.idx` and `.docs.parquet`.
+    """Write every document of each bucket as `<prefix>.bin`, `.idx` and `.docs.parquet`, in id order.
 
-    `progress` counts what is written; `log` receives DuckDB's progress while encoding waits for it.
+    `scratch` (an unpublished folder) holds one bucket's scratch files at a time, about the size
+    of its tokens. `progress` counts what is encoded; `log` gets a line per bucket on its ordering.
     """
     written = {}
-    with closing(_readers_in_id_order(con, buckets, batch_rows, log, dump)) as readers:
-        for bucket, reader, waited in readers:
-            started = time.monotonic() - waited
-            where = f"Dump {dump}, bucket {bucket.name}"
-            batches = _complete_batches(reader, con, bucket.files, where)
-            try:
-                documents, tokens = _write_bucket(batches, bucket.prefix, encoder, token_dtype, progress)
-            except BrokenProcessPool as error:
-                raise RuntimeError(
-                    f"{where}: a tokenizer worker process died (killed for memory?). Fewer workers "
-                    "or a smaller batch_size need less memory; nothing was published."
-                ) from error
-            written[bucket.name] = BucketTokens(
-                documents=documents,
-                tokens=tokens,
-                bytes=sum(path.stat().st_size for path in token_files(bucket.prefix)),
-                order_wait_seconds=waited,
-                seconds=time.monotonic() - started,
+    for bucket in buckets:
+        where = f"Dump {dump}, bucket {bucket.name}"
+        with _scratch_files(scratch, bucket.name) as files:
+            began = time.monotonic()
+            documents, tokens = _encode_in_read_order(
+                con, bucket, files, encoder, token_dtype, batch_rows, progress, where
             )
+            encoded = time.monotonic()
+            _write_in_id_order(con, files, bucket.prefix, token_dtype, gather_bytes)
+            ordered = time.monotonic()
+        log(f"{where}: {documents:,} documents ordered by id and written in {ordered - encoded:,.1f}s")
+        written[bucket.name] = BucketTokens(
+            documents=documents,
+            tokens=tokens,
+            bytes=sum(path.stat().st_size for path in token_files(bucket.prefix)),
+            encoding_seconds=encoded - began,
+            ordering_seconds=ordered - encoded,
+        )
     return written
 
 
-def _write_bucket(
+@contextmanager
+def _scratch_files(scratch: Path, bucket: str) -> Iterator[ScratchFiles]:
+    """A bucket's scratch files, deleted on the way out, also when the body raises."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    files = ScratchFiles(scratch / f"{bucket}.tokens", scratch / f"{bucket}.keys.parquet")
+    try:
+        yield files
+    finally:
+        files.tokens.unlink(missing_ok=True)
+        files.keys.unlink(missing_ok=True)
+
+
+def _encode_in_read_order(
+    con: duckdb.DuckDBPyConnection,
+    bucket: BucketInput,
+    files: ScratchFiles,
+    encoder: ParallelEncoder,
+    token_dtype: np.dtype,
+    batch_rows: int,
+    progress: TokenProgress,
+    where: str,
+) -> tuple[int, int]:
+    """Encode the bucket's documents into its scratch files. Returns (documents, tokens)."""
+    parameters = {"files": [str(f) for f in bucket.files]}
+    with con.cursor() as cursor:
+        # a relation's reader streams; a DB-API result's (cursor.execute) would hold every row
+        reader = cursor.sql(load_sql("documents_to_tokenize"), params=parameters).to_arrow_reader(batch_rows)
+        batches = _complete_batches(reader, con, bucket.files, where)
+        try:
+            return _write_scratch(batches, files, encoder, token_dtype, progress)
+        except BrokenProcessPool as error:
+            raise RuntimeError(
+                f"{where}: a tokenizer worker process died (killed for memory?). Fewer workers "
+                "or a smaller batch_size need less memory; nothing was published."
+            ) from error
+
+
+def _write_scratch(
     batches: Iterator[pa.RecordBatch],
-    prefix: Path,
+    files: ScratchFiles,
     encoder: ParallelEncoder,
     token_dtype: np.dtype,
     progress: TokenProgress,
 ) -> tuple[int, int]:
-    """Encode the batches' texts in order; write the tokens and the ids. Returns (documents, tokens)."""
-    for_texts, for_ids = tee(batches)  # buffers at most the batches in flight in the encoder
+    """Encode the batches' texts; append the tokens and each document's keys in the same order."""
+    for_texts, for_keys = tee(batches)  # buffers at most the batches in flight in the encoder
+    documents = tokens = 0
     with (
+        open(files.tokens, "wb") as tokens_out,
+        pq.ParquetWriter(files.keys, KEYS_SCHEMA) as keys_out,
+    ):
+        encoded = encoder.encode(batch.column("text").to_pylist() for batch in for_texts)
+        for batch, result in zip(for_keys, encoded):
+            tokens_out.write(memoryview(as_token_dtype(result.tokens, token_dtype)))
+            ends = tokens + np.cumsum(result.lengths)
+            keys = [
+                batch.column("id").cast(pa.string()),
+                batch.column("text_hash"),
+                pa.array(ends - result.lengths),
+                pa.array(result.lengths),
+            ]
+            keys_out.write_batch(pa.record_batch(keys, schema=KEYS_SCHEMA))
+            documents += batch.num_rows
+            tokens += result.tokens.size
+            progress.add(batch.num_rows, result.tokens.size)
+    return documents, tokens
+
+
+def _write_in_id_order(
+    con: duckdb.DuckDBPyConnection,
+    files: ScratchFiles,
+    prefix: Path,
+    token_dtype: np.dtype,
+    gather_bytes: int,
+) -> None:
+    """Copy each document's tokens from the scratch file into `<prefix>.*`, ordered by id."""
+    budget = max(gather_bytes // token_dtype.itemsize, 1)
+    with (
+        con.cursor() as cursor,
+        open(files.tokens, "rb") as scratch_tokens,
         IndexedDatasetWriter(prefix, token_dtype) as tokens_out,
         DocumentIndexWriter(prefix) as docs_out,
     ):
-        encoded = encoder.encode(batch.column("text").to_pylist() for batch in for_texts)
-        for batch, result in zip(for_ids, encoded):
-            tokens_out.add_documents(result.tokens, result.lengths)
-            docs_out.add(batch.column("id"), result.lengths)
-            progress.add(batch.num_rows, result.tokens.size)
-    return tokens_out.document_count, tokens_out.token_count
+        ordered = cursor.sql(load_sql("token_keys_by_id"), params={"keys": str(files.keys)})
+        for batch in ordered.to_arrow_reader(KEY_BATCH_ROWS):
+            offsets = batch.column("token_offset").to_numpy()
+            lengths = batch.column("token_count").to_numpy()
+            for window in _windows(lengths, budget):
+                tokens = _read_documents(scratch_tokens, offsets[window], lengths[window], token_dtype)
+                tokens_out.add_documents(tokens, lengths[window])
+                docs_out.add(batch.column("id")[window], lengths[window])
 
 
-def _readers_in_id_order(
-    con: duckdb.DuckDBPyConnection,
-    buckets: list[BucketInput],
-    batch_rows: int,
-    log: Callable[[str], None],
-    dump: str,
-) -> Iterator[tuple[BucketInput, pa.RecordBatchReader, float]]:
-    """(bucket, its ordered documents, seconds waited for them) in turn. Each bucket is ordered on
-    a cursor of its own, the next one while the caller consumes this one; close the generator to
-    stop early (a failure), which interrupts the ordering still running."""
-    with ThreadPoolExecutor(1, thread_name_prefix="order-by-id") as sorter:
+def _windows(lengths: np.ndarray, budget: int) -> Iterator[slice]:
+    """Consecutive runs of documents of at most `budget` tokens together (a longer one alone)."""
+    ends = np.cumsum(lengths)
+    start = 0
+    while start < len(lengths):
+        before = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, before + budget, side="right")), start + 1)
+        yield slice(start, stop)
+        start = stop
 
-        def start(bucket: BucketInput) -> tuple[duckdb.DuckDBPyConnection, Future]:
-            cursor = con.cursor()
-            return cursor, sorter.submit(documents_in_id_order, cursor, bucket.files, batch_rows)
 
-        pending = start(buckets[0]) if buckets else None
-        try:
-            for i, bucket in enumerate(buckets):
-                cursor, running = pending
-                began = time.monotonic()
-                label = f"ordering {dump} bucket {bucket.name} by id"
-                reporter = ProgressReporter(log, label, bucket.documents)
-                reader = wait_with_progress(cursor, running, reporter)
-                waited = time.monotonic() - began
-                pending = start(buckets[i + 1]) if i + 1 < len(buckets) else None
-                with closing(cursor):
-                    yield bucket, reader, waited
-        finally:
-            if pending is not None:
-                cursor, running = pending
-                running.cancel()
-                cursor.interrupt()
-                wait([running])
-                cursor.close()
+def _read_documents(
+    stream, offsets: np.ndarray, lengths: np.ndarray, dtype: np.dtype
+) -> np.ndarray:
+    """The documents at these token offsets of a token file, back to back.
+
+    One pread per document straight into the result: nothing of the file is mapped (mapped pages
+    would count as this process's memory), so memory is the result's, whatever the file's size.
+    """
+    tokens = np.empty(int(lengths.sum()), dtype)
+    into = memoryview(tokens).cast("B")
+    at = 0
+    for offset, size in zip((offsets * dtype.itemsize).tolist(), (lengths * dtype.itemsize).tolist()):
+        if os.preadv(stream.fileno(), [into[at : at + size]], offset) != size:
+            raise EOFError(f"{stream.name}: fewer than {size} bytes at byte {offset}")
+        at += size
+    return tokens
 
 
 def _complete_batches(
@@ -164,7 +250,7 @@ def _complete_batches(
 
 
 def _describe_missing_values(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str:
-    # on a cursor of its own: other cursors of `con` hold open, sorted results
+    # on a cursor of its own: another cursor of `con` is streaming the documents
     with con.cursor() as cursor:
         parameters = {"files": [str(f) for f in files]}
         rows = cursor.execute(load_sql("documents_missing_values"), parameters).fetchall()

@@ -1,0 +1,13 @@
+-- The documents of one bucket of one dump, to tokenize in whatever order DuckDB reads them.
+--
+-- No ORDER BY: the texts are never sorted. Their tokens go to a scratch file in this order, and
+-- only the small keys are ordered by id afterwards (token_keys_by_id.sql). text_hash breaks ties
+-- between rows sharing an id (the bucketed contracts refuse those), so the published order never
+-- depends on the order the rows were read in.
+--
+--   $files  the bucket's published parquet files
+SELECT
+    id,
+    text,
+    hash(text) AS text_hash
+FROM read_parquet($files);
