@@ -1,6 +1,6 @@
 """bucketed -> tokenized through Dagster on generated dumps: token files that decode back to every
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
-keep the previous output."""
+keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
 
 import os
 import subprocess
@@ -15,15 +15,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.bucketing.assets import POLICY
-from fw_assets.bucketing.layout import bucket_dump_dir
+from fw_assets.bucketing.layout import bucket_dump_dir, bucketed_files
+from fw_assets.lib.manifest import describe
 from fw_assets.resources import DuckDBResource
 from fw_assets.sample import int_scores, write_sample_dump
 from fw_assets.tokenizing.assets import tokenized
 from fw_assets.tokenizing.doc_index import read_document_index
+from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
 from fw_assets.tokenizing.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
@@ -50,6 +53,16 @@ def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
     files = sorted(bucket_dump_dir(output, bucket, dump).glob("*.parquet"))
     table = pa.concat_tables(pq.read_table(f, columns=["id", "text"]) for f in files)
     return dict(zip(table.column("id").to_pylist(), table.column("text").to_pylist()))
+
+
+def staged_leftovers(output: Path) -> list[str]:
+    """Files under the output root's staging area besides its locks: scratch, spill, staged output."""
+    staging = output / ".staging"
+    return sorted(
+        str(p.relative_to(staging))
+        for p in staging.rglob("*")
+        if p.is_file() and p.parent != staging / "locks"
+    )
 
 
 def metadata(result: dg.ExecuteInProcessResult) -> dict:
@@ -201,7 +214,89 @@ def test_rerun_replaces_the_files_with_identical_bytes(published, sample_source)
     assert tokenized_tree(output, CL100K) == before
     rewritten = [(output / path).stat().st_mtime_ns > mtime for path, mtime in written.items()]
     assert all(rewritten), "a re-run writes new files, it does not keep the old ones"
-    assert not list((output / ".staging").glob("tokenized-*")), "staging is gone after a run"
+    assert staged_leftovers(output) == [], "staging and scratch are gone after a run"
+
+
+def test_only_token_files_are_published_and_no_scratch_file_outlives_the_run(published):
+    output, _, _ = published
+    names = {Path(path).name for path in tokenized_tree(output)}
+    assert names == {f"{DUMP}.bin", f"{DUMP}.idx", f"{DUMP}.docs.parquet"}
+    assert staged_leftovers(output) == []
+
+
+def bucket_inputs(output: Path, prefix_root: Path) -> list[BucketInput]:
+    """DUMP's published buckets, to tokenize straight into `prefix_root/<bucket>/DUMP.*`."""
+    buckets = []
+    for bucket, files in bucketed_files(output, DUMP, POLICY).items():
+        (prefix_root / bucket).mkdir(parents=True)
+        documents = sum(describe(f).rows for f in files)
+        buckets.append(BucketInput(bucket, files, documents, prefix_root / bucket / DUMP))
+    return buckets
+
+
+def tokenize_directly(
+    buckets: list[BucketInput], scratch: Path, log, workers: int, batch_rows: int, gather_bytes: int
+) -> None:
+    """`tokenize_buckets` with cl100k, a DuckDB connection of its own and progress on every batch."""
+    total = sum(b.documents for b in buckets)
+    progress = TokenProgress(log, f"tokenizing {DUMP}", total, interval=0.0)
+    spec = TokenizerResource().spec()
+    with (
+        ParallelEncoder(spec, workers) as encoder,
+        DuckDBResource(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
+    ):
+        tokenize_buckets(
+            con, buckets, encoder, np.dtype(np.int32), batch_rows, progress, log, DUMP,
+            scratch, gather_bytes,
+        )
+
+
+@pytest.mark.parametrize("workers, batch_rows, gather_bytes", [(1, 50, 1), (2, 333, 10_000)])
+def test_scratch_holds_one_bucket_at_a_time_and_never_changes_the_bytes(
+    published, tmp_path, workers, batch_rows, gather_bytes
+):
+    """Scratch disk is one bucket's tokens: while a bucket is encoded, only its scratch files
+    exist; once it is written, none. The files are the published bytes whatever the batch size,
+    worker count and how many tokens are gathered at a time (here one document, or a few)."""
+    output, _, _ = published
+    buckets = bucket_inputs(output, tmp_path / "out")
+    scratch = tmp_path / "scratch"
+    seen = []  # (log line, scratch files when it was logged)
+    tokenize_directly(
+        buckets, scratch, lambda line: seen.append((line, sorted(p.name for p in scratch.iterdir()))),
+        workers, batch_rows, gather_bytes,
+    )
+
+    while_encoding = [files for line, files in seen if line.startswith(f"tokenizing {DUMP}:")]
+    assert while_encoding
+    for files in while_encoding:  # a keys file and a token file, of one bucket
+        bucket = files[0].removesuffix(".keys.parquet")
+        assert files == [f"{bucket}.keys.parquet", f"{bucket}.tokens"]
+    once_written = [files for line, files in seen if "documents ordered by id and written in" in line]
+    assert once_written == [[]] * len(buckets)
+    for bucket in buckets:
+        published_files = token_files(token_prefix(output, CL100K, bucket.name, DUMP))
+        for ours, theirs in zip(token_files(bucket.prefix), published_files):
+            assert ours.read_bytes() == theirs.read_bytes(), ours.name
+
+
+def test_documents_sharing_an_id_are_written_in_one_order_whatever_the_read_order(tmp_path):
+    """The bucketed contracts refuse duplicate ids; should a tampered bucket hold some, the token
+    files still do not depend on the order its rows are read in."""
+    ids = ["<urn:uuid:b>", "<urn:uuid:a>", "<urn:uuid:b>", "<urn:uuid:b>", "<urn:uuid:a>"]
+    texts = ["second b", "first a", "third b text", "b, once more", "a again"]
+    written = []
+    for name, order in [("forward", [0, 1, 2, 3, 4]), ("backward", [4, 3, 2, 1, 0])]:
+        folder = tmp_path / name
+        (folder / "out").mkdir(parents=True)
+        table = pa.table({"id": [ids[i] for i in order], "text": [texts[i] for i in order]})
+        pq.write_table(table, folder / "bucket.parquet", row_group_size=1)
+        bucket = BucketInput("3.0", [folder / "bucket.parquet"], len(ids), folder / "out" / DUMP)
+        tokenize_directly([bucket], folder / "scratch", lambda line: None, 1, 2, 64)
+        written.append([f.read_bytes() for f in token_files(bucket.prefix)])
+        docs = read_document_index(bucket.prefix).column("id").to_pylist()
+        assert docs == sorted(ids)
+    assert written[0] == written[1]
 
 
 def small_dump(root: Path, max_score: float | None = None) -> None:
@@ -251,7 +346,7 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
     for expected in (f"Dump {DUMP}, bucket 3.0", str(bucket_file), "1 without text", broken_id):
         assert expected in message
     assert tokenized_tree(output) == before
-    assert not list((output / ".staging").glob("tokenized-*"))
+    assert staged_leftovers(output) == [], "no staged output or scratch file is left behind"
 
 
 def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
