@@ -1,11 +1,10 @@
 """Tokenizing the buckets of one dump, apart from Dagster so tests and benchmarks call it directly.
 
-Encode in any order, write in id order. A bucket's documents stream from its parquet files in
-whatever order DuckDB reads them, through the encoder's workers, into a scratch token file, and
-each one's (id, token offset, token count) into a scratch keys parquet. DuckDB then orders only
-the keys by id (~70 bytes a document, not its text), and the tokens are copied from the scratch
-file in that order into `<prefix>.bin`/`.idx`, the ids into `<prefix>.docs.parquet`. Memory does
-not grow with the bucket; its scratch files are deleted as soon as it is written.
+Encode in any order, write in id order: a bucket's documents stream in whatever order DuckDB reads
+them through the encoder's workers into a scratch token file, and each one's (id, token offset,
+token count) into a scratch keys parquet. DuckDB orders only the keys by id (~70 bytes a document,
+not its text); the tokens are then copied from the scratch file in that order into
+`<prefix>.bin`/`.idx` and the ids into `<prefix>.docs.parquet`. The scratch files go with the bucket.
 """
 
 import os
