@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
-from types import TracebackType
 
 import numpy as np
 
@@ -110,12 +109,7 @@ class ParallelEncoder:
     def __enter__(self) -> "ParallelEncoder":
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
