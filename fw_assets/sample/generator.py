@@ -7,6 +7,11 @@ and each file is written under a temporary name and renamed into place.
 A share of rows (`dup_share`) are near-duplicates: row r of any dump is, when chosen, a lightly
 edited copy of "template" r, whose text, url and score depend only on (seed, r). The same rows
 are chosen in every dump, so a later dump holds near-copies of an earlier dump's documents.
+Another share (`twin_share`) are twins within a dump: both rows of a chosen pair (2m, 2m + 1)
+are edited copies of template 2m, again in every dump. Copies of one template have a word
+5-gram Jaccard of about 0.8-0.9 (fewer for very short documents). Which id copies which template
+is written beside the data, in `ROOT/planted/<dump>.parquet` (`id`, `template`): the ground truth
+for deduplication tests.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +32,8 @@ DEFAULT_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 DEFAULT_ROWS = 5_000
 ROW_GROUP_SIZE = 1_000  # like `datasets.push_to_hub`
 DEFAULT_DUP_SHARE = 0.05
+DEFAULT_TWIN_SHARE = 0.01
+PLANTED_SCHEMA = pa.schema([("id", pa.string()), ("template", pa.int64())])
 _DUP_BLOCK = 1_000  # near-duplicate rows are drawn per fixed block of row numbers
 
 SCHEMA = pa.schema(
@@ -112,10 +119,13 @@ def write_sample_dumps(
     files_per_dump: int = 1,
     seed: int = 0,
     dup_share: float = DEFAULT_DUP_SHARE,
+    twin_share: float = DEFAULT_TWIN_SHARE,
 ) -> dict[str, list[Path]]:
     """Write several sample dumps under `root/data/`; returns the files written per dump."""
     return {
-        dump: write_sample_dump(root, dump, rows_per_dump, files_per_dump, seed, dup_share)
+        dump: write_sample_dump(
+            root, dump, rows_per_dump, files_per_dump, seed, dup_share, twin_share=twin_share
+        )
         for dump in dumps
     }
 
@@ -128,36 +138,53 @@ def write_sample_dump(
     seed: int = 0,
     dup_share: float = DEFAULT_DUP_SHARE,
     row_group_size: int = ROW_GROUP_SIZE,
+    twin_share: float = DEFAULT_TWIN_SHARE,
 ) -> list[Path]:
     """Write one dump as `root/data/<dump>/train-{i:05d}-of-{files:05d}.parquet`; returns the paths.
 
     Files are written atomically, in order; stale `train-*.parquet` files of an earlier run with
-    another file count are removed afterwards.
+    another file count are removed afterwards. The planted copies' ground truth goes to
+    `root/planted/<dump>.parquet`.
     """
     _dump_start(dump)  # validate the name before writing anything
-    if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not 0 <= dup_share <= 1:
+    shares_ok = 0 <= dup_share <= 1 and 0 <= twin_share <= 1
+    if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not shares_ok:
         raise ValueError(
-            f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and "
-            f"0 <= dup_share <= 1 (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=})"
+            f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and shares in "
+            f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, {twin_share=})"
         )
     folder = Path(root) / "data" / dump
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths, planted = [], []
+
+    def chunks(start: int, stop: int) -> Iterator[pa.Table]:
+        for lo in range(start, stop, row_group_size):
+            hi = min(lo + row_group_size, stop)
+            table = sample_table(dump, lo, hi, seed, dup_share, twin_share)
+            templates = planted_templates(seed, lo, hi, dup_share, twin_share)
+            chosen = np.flatnonzero(templates >= 0)
+            planted.append(pa.table([table["id"].take(chosen), templates[chosen]], schema=PLANTED_SCHEMA))
+            yield table
+
     for i, (start, stop) in enumerate(_file_row_ranges(rows, files)):
         path = folder / f"train-{i:05d}-of-{files:05d}.parquet"
-        chunks = (
-            sample_table(dump, lo, min(lo + row_group_size, stop), seed, dup_share)
-            for lo in range(start, stop, row_group_size)
-        )
-        _write_parquet_atomically(path, chunks)
+        _write_parquet_atomically(path, chunks(start, stop))
         paths.append(path)
     for stale in set(folder.glob("train-*-of-*.parquet")) - set(paths):
         stale.unlink()
+    truth = Path(root) / "planted" / f"{dump}.parquet"
+    truth.parent.mkdir(exist_ok=True)
+    _write_parquet_atomically(truth, planted, PLANTED_SCHEMA)
     return paths
 
 
 def sample_table(
-    dump: str, start: int, stop: int, seed: int = 0, dup_share: float = DEFAULT_DUP_SHARE
+    dump: str,
+    start: int,
+    stop: int,
+    seed: int = 0,
+    dup_share: float = DEFAULT_DUP_SHARE,
+    twin_share: float = DEFAULT_TWIN_SHARE,
 ) -> pa.Table:
     """Rows `start..stop-1` of a sample dump, as a table with `SCHEMA`."""
     n = stop - start
@@ -168,6 +195,9 @@ def sample_table(
     docs = np.split(tokens, np.cumsum(counts)[:-1]) if n else []
     for i in np.flatnonzero(_is_duplicate(seed, start, stop, dup_share)):
         docs[i], scores[i], urls[i] = _near_duplicate(seed, start + int(i), rng)
+    for i in np.flatnonzero(_is_twin(seed, start, stop, dup_share, twin_share)):
+        row = start + int(i)  # edits drawn apart from `rng`: the other rows stay as they were
+        docs[i], scores[i], urls[i] = _near_duplicate(seed, row - row % 2, _rng(seed, "twin", dump, row))
     tokens = np.concatenate(docs) if n else np.zeros(0, np.int32)
     counts = np.array([len(d) for d in docs], dtype=np.int64)
     columns = {
@@ -207,10 +237,10 @@ def _file_row_ranges(rows: int, files: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _write_parquet_atomically(path: Path, chunks: Iterable[pa.Table]) -> None:
+def _write_parquet_atomically(path: Path, chunks: Iterable[pa.Table], schema: pa.Schema | None = None) -> None:
     """Write tables as row groups to a hidden temp file beside `path`, then rename it into place."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    schema = SCHEMA.with_metadata({"huggingface": _HF_METADATA})
+    schema = schema or SCHEMA.with_metadata({"huggingface": _HF_METADATA})
     try:
         with pq.ParquetWriter(tmp, schema, compression="snappy") as writer:
             for table in chunks:
@@ -233,12 +263,31 @@ def _rng(seed: int, *key: str | int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=words)))
 
 
-def _is_duplicate(seed: int, start: int, stop: int, share: float) -> np.ndarray:
+def _is_duplicate(seed: int, start: int, stop: int, share: float, key: str = "dup") -> np.ndarray:
     """Whether rows `start..stop-1` are near-duplicates: the same rows in every dump."""
     first, last = start // _DUP_BLOCK, max(start, stop - 1) // _DUP_BLOCK
-    u = np.concatenate([_rng(seed, "dup", b).random(_DUP_BLOCK) for b in range(first, last + 1)])
+    u = np.concatenate([_rng(seed, key, b).random(_DUP_BLOCK) for b in range(first, last + 1)])
     offset = start - first * _DUP_BLOCK
     return u[offset : offset + stop - start] < share
+
+
+def _is_twin(seed: int, start: int, stop: int, dup_share: float, twin_share: float) -> np.ndarray:
+    """Whether rows `start..stop-1` belong to a chosen pair (2m, 2m + 1) with no across-dump copy."""
+    first_pair, end_pair = start // 2, (max(start, stop - 1)) // 2 + 1
+    pairs = _is_duplicate(seed, first_pair, end_pair, twin_share, "twin")
+    either_copy = _is_duplicate(seed, 2 * first_pair, 2 * end_pair, dup_share).reshape(-1, 2).any(axis=1)
+    rows = np.arange(start, stop) // 2 - first_pair
+    return (pairs & ~either_copy)[rows] if stop > start else np.zeros(0, bool)
+
+
+def planted_templates(
+    seed: int, start: int, stop: int, dup_share: float = DEFAULT_DUP_SHARE,
+    twin_share: float = DEFAULT_TWIN_SHARE,
+) -> np.ndarray:
+    """The template each of rows `start..stop-1` copies, or -1 for a row of its own."""
+    rows = np.arange(start, stop, dtype=np.int64)
+    templates = np.where(_is_duplicate(seed, start, stop, dup_share), rows, -1)
+    return np.where(_is_twin(seed, start, stop, dup_share, twin_share), rows - rows % 2, templates)
 
 
 def _near_duplicate(seed: int, row: int, rng: np.random.Generator) -> tuple[np.ndarray, float, str]:

@@ -1,0 +1,154 @@
+"""MinHash signature throughput per CPU-second of the candidate libraries, on generated text.
+
+    python -m bench.minhash_candidates [--docs 2000] [--repeat 3]
+
+Each candidate turns the same FineWeb-Edu-shaped documents into 112 hashes per document from
+word 5-grams (14 bands x 8 rows). CPU seconds are the process's (all threads), best of the
+repeats. datatrove, datasketch, rensa and numba come from the bench extra; a missing one is
+reported as such.
+"""
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from fw_assets.dedup.shingles import shingles
+from fw_assets.sample.generator import sample_table
+
+PERMUTATIONS = 112
+NGRAM = 5
+
+
+def datatrove_signatures(texts: list[str]) -> None:
+    from datatrove.pipeline.dedup.minhash import MinhashDedupSignature
+
+    step = MinhashDedupSignature(output_folder="/tmp/unused-minhash-bench")
+    for text in texts:
+        step.get_signature(step.get_shingles(text))
+
+
+def datatrove_whitespace_signatures(texts: list[str]) -> None:
+    """datatrove's hashing and normalisation with `str.split` instead of its spaCy tokenizer."""
+    from datatrove.pipeline.dedup.minhash import MinhashDedupSignature
+    from datatrove.utils.text import ngrams, simplify_text
+
+    step = MinhashDedupSignature(output_folder="/tmp/unused-minhash-bench")
+    for text in texts:
+        grams = ngrams(simplify_text(text, step.config.norm_config).split(), NGRAM)
+        step.get_signature(np.fromiter((step._hash_func(" ".join(g)) for g in grams), np.uint64).reshape(-1, 1))
+
+
+def datasketch_signatures(texts: list[str]) -> None:
+    from datasketch import MinHash
+
+    from datatrove.utils.text import ngrams, simplify_text
+
+    for text in texts:
+        grams = ngrams(simplify_text(text).split(), NGRAM)
+        MinHash(num_perm=PERMUTATIONS).update_batch([" ".join(g).encode() for g in grams])
+
+
+def vectorised_shingles(texts: pa.Array) -> None:
+    shingles(texts, NGRAM)
+
+
+def numpy_signatures(texts: pa.Array) -> None:
+    s = shingles(texts, NGRAM)
+    rng = np.random.default_rng(1)
+    a = rng.integers(1, 2**63, PERMUTATIONS, dtype=np.uint64) | np.uint64(1)
+    b = rng.integers(0, 2**63, PERMUTATIONS, dtype=np.uint64)
+    nonempty = s.counts() > 0
+    starts = s.offsets[:-1][nonempty]
+    for p in range(PERMUTATIONS):
+        np.minimum.reduceat(s.hashes * a[p] + b[p], starts)
+
+
+def rensa_signatures(texts: pa.Array) -> None:
+    import rensa
+
+    s = shingles(texts, NGRAM)
+    matrix = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+        s.hashes, s.offsets.astype(np.uint64), PERMUTATIONS, 1
+    )
+    matrix.to_rows()
+
+
+def numba_signatures(texts: pa.Array) -> None:
+    s = shingles(texts, NGRAM)
+    rng = np.random.default_rng(1)
+    a = rng.integers(1, 2**63, PERMUTATIONS, dtype=np.uint64) | np.uint64(1)
+    b = rng.integers(0, 2**63, PERMUTATIONS, dtype=np.uint64)
+    _numba_kernel()(s.hashes, s.offsets, a, b)
+
+
+_KERNEL = []
+
+
+def _numba_kernel() -> Callable:
+    if not _KERNEL:
+        import numba
+
+        @numba.njit(cache=False)
+        def kernel(hashes, offsets, a, b):
+            out = np.full((len(offsets) - 1, len(a)), np.uint64(2**64 - 1), np.uint64)
+            for d in range(len(offsets) - 1):
+                row = out[d]
+                for i in range(offsets[d], offsets[d + 1]):
+                    x = hashes[i]
+                    for p in range(len(a)):
+                        v = x * a[p] + b[p]
+                        if v < row[p]:
+                            row[p] = v
+            return out
+
+        kernel(np.zeros(1, np.uint64), np.array([0, 1]), np.ones(2, np.uint64), np.ones(2, np.uint64))
+        _KERNEL.append(kernel)
+    return _KERNEL[0]
+
+
+CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Arrow array)
+    "datatrove MinhashDedupSignature (spaCy words)": (datatrove_signatures, False),
+    "datatrove hashing, whitespace words": (datatrove_whitespace_signatures, False),
+    "datasketch MinHash.update_batch": (datasketch_signatures, False),
+    "vectorised shingling alone (Arrow + numpy)": (vectorised_shingles, True),
+    "vectorised shingling + numpy MinHash": (numpy_signatures, True),
+    "vectorised shingling + numba MinHash (64-bit)": (numba_signatures, True),
+    "vectorised shingling + rensa batch (R-MinHash, 32-bit)": (rensa_signatures, True),
+}
+
+
+def measure(function: Callable, argument, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        began = time.process_time()
+        function(argument)
+        best = min(best, time.process_time() - began)
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.minhash_candidates")
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", nargs="*", default=None, help="substrings of candidate names")
+    args = parser.parse_args(argv)
+    texts = sample_table("CC-MAIN-2013-20", 0, args.docs)["text"].combine_chunks()
+    mb = texts.nbytes / 1e6
+    print(f"{args.docs} documents, {mb:.1f} MB of text; best of {args.repeat}")
+    print("| candidate | CPU s | docs per CPU-s | MB per CPU-s |\n|---|--:|--:|--:|")
+    for name, (function, arrow) in CANDIDATES.items():
+        if args.only and not any(s in name for s in args.only):
+            continue
+        try:
+            seconds = measure(function, texts if arrow else texts.to_pylist(), args.repeat)
+        except ImportError as missing:
+            print(f"| {name} | not installed ({missing.name}) | | |")
+            continue
+        print(f"| {name} | {seconds:.2f} | {args.docs / seconds:,.0f} | {mb / seconds:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

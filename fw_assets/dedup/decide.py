@@ -1,0 +1,200 @@
+"""Dedup decisions of one dump, from its minhash file and the minhash files of earlier dumps.
+
+The rule, decided from signatures only, so that it does not depend on the order dumps are
+processed in nor on the thread count:
+1. A candidate pair (a shared band key) counts only if its estimated Jaccard reaches the policy's
+   verify_threshold. Verified pairs within the dump join documents into clusters (union-find).
+2. A cluster is dropped whole if any member matches a document of an earlier dump. A member with
+   its own earlier match points at its best (highest similarity; ties: earliest dump, then least
+   id); the others point at the best match of their cluster.
+3. Otherwise the cluster keeps its highest-scoring document (ties: least id); the others point at it.
+"""
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file
+from fw_assets.dedup.policy import MinhashPolicy, Scope
+from fw_assets.dedup.signatures import estimated_jaccard
+from fw_assets.lib.sql import load_sql
+
+DECISION_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("bucket", pa.string()),
+        ("keep", pa.bool_()),
+        ("duplicate_of", pa.string()),
+        ("duplicate_of_dump", pa.string()),
+        ("similarity", pa.float64()),
+    ]
+)
+DROP_SCHEMA = pa.schema([DECISION_SCHEMA.field(c) for c in ("id", "duplicate_of", "duplicate_of_dump", "similarity")])
+POLICY_KEY = b"fw_assets.dedup.fingerprint"
+DUMP_KEY = b"fw_assets.dedup.dump"
+ROW_GROUP_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class Match:
+    """A verified pair: `other` (in dump `dump`, position `rank` in crawl order) and its similarity."""
+
+    other: str
+    dump: str
+    rank: int
+    similarity: float
+    signature: bytes
+
+    def order(self) -> tuple:
+        return (-self.similarity, self.rank, self.other)
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    documents: int
+    dropped_within_dump: int
+    dropped_against_earlier: int
+
+
+def decide_dump(
+    con: duckdb.DuckDBPyConnection,
+    dump: str,
+    minhash_path: Path,
+    earlier: Sequence[tuple[str, Path]],
+    output: Path,
+    policy: MinhashPolicy,
+) -> DecisionSummary:
+    """Write one decision per document of `dump` to `output`; `earlier` is (dump, minhash file)
+    of every earlier dump that has one, in any order."""
+    check_minhash_file(minhash_path, policy)
+    earlier = sorted(earlier) if policy.scope is Scope.ACROSS_DUMPS else []
+    for earlier_dump, path in earlier:
+        if earlier_dump >= dump:
+            raise ValueError(f"{path}: dump {earlier_dump} is not earlier than {dump}")
+        check_minhash_file(path, policy)
+    con.execute(load_sql("dedup_current_documents"), {"path": str(minhash_path)})
+    con.execute(load_sql("dedup_current_keys"))
+    edges = [] if policy.scope is Scope.OFF else _verified(con.sql(load_sql("dedup_within_candidates")), policy)
+    best = _best_earlier_matches(con, earlier, policy)
+    drops = _drops(con, dump, edges, best, policy)
+    con.register("drops", pa.Table.from_pylist(drops, DROP_SCHEMA))
+    _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
+    con.unregister("drops")
+    against_earlier = sum(1 for d in drops if d["duplicate_of_dump"] != dump)
+    documents = con.execute("SELECT count(*) FROM current_documents").fetchone()[0]
+    return DecisionSummary(documents, len(drops) - against_earlier, against_earlier)
+
+
+def _signatures(column: pa.Array, policy: MinhashPolicy) -> np.ndarray:
+    """A column of b-bit signatures (DuckDB hands them over as BLOBs) as a (rows, permutations) matrix."""
+    column = column.cast(pa.binary(policy.permutations * policy.signature_bits // 8))
+    values = np.frombuffer(column.buffers()[1], np.dtype(f"<u{policy.signature_bits // 8}"))
+    return values.reshape(-1, policy.permutations)[column.offset : column.offset + len(column)]
+
+
+def _verified(candidates: duckdb.DuckDBPyRelation, policy: MinhashPolicy) -> Iterator[tuple]:
+    """(id, other, band, similarity, other's signature) of every pair that passes verification."""
+    for batch in candidates.to_arrow_reader(ROW_GROUP_ROWS):
+        own, other = (_signatures(batch.column(c), policy) for c in ("signature", "other_signature"))
+        similarity = estimated_jaccard(own, other, policy.signature_bits)
+        passed = pa.array(np.flatnonzero(similarity >= policy.verify_threshold))
+        columns = [batch.column(c).take(passed).to_pylist() for c in ("id", "other", "band", "other_signature")]
+        ids, others, bands, signatures = columns
+        yield from zip(ids, others, bands, similarity[passed.to_numpy()].tolist(), signatures)
+
+
+def _best_earlier_matches(
+    con: duckdb.DuckDBPyConnection, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
+) -> dict[str, Match]:
+    """Each document's best verified match in the earlier dumps, folded one earlier file at a time."""
+    best: dict[str, Match] = {}
+    for rank, (earlier_dump, path) in enumerate(earlier):
+        try:
+            pairs = list(_verified(con.sql(load_sql("dedup_earlier_candidates"), params={"path": str(path)}), policy))
+        except duckdb.Error as error:
+            raise MinhashFileError(f"{path}: unreadable minhash file of {earlier_dump} ({error})") from error
+        for doc, other, _band, similarity, signature in pairs:
+            match = Match(other, earlier_dump, rank, similarity, signature)
+            if doc not in best or match.order() < best[doc].order():
+                best[doc] = match
+    return best
+
+
+def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
+    """Connected components of the verified pairs (union-find with path halving)."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b, *_ in edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    components: dict[str, list[str]] = {}
+    for x in parent:
+        components.setdefault(root(x), []).append(x)
+    return list(components.values())
+
+
+def _drops(
+    con: duckdb.DuckDBPyConnection, dump: str, edges: Sequence[tuple], best: dict[str, Match], policy: MinhashPolicy
+) -> list[dict]:
+    """A row (id, duplicate_of, duplicate_of_dump, similarity) per dropped document."""
+    clusters = _clusters(edges)
+    clustered = {x for members in clusters for x in members}
+    clusters += [[x] for x in sorted(best) if x not in clustered]
+    involved = pa.table({"id": pa.array(sorted({x for members in clusters for x in members}), pa.string())})
+    con.register("involved", involved)
+    rows = con.sql(load_sql("dedup_involved_documents")).fetchall()
+    con.unregister("involved")
+    score = {doc: s for doc, s, _ in rows}
+    signature = {doc: sig for doc, _, sig in rows}
+
+    def similarity(a: bytes, b: bytes) -> float:
+        dtype = np.dtype(f"<u{policy.signature_bits // 8}")
+        return float(estimated_jaccard(np.frombuffer(a, dtype), np.frombuffer(b, dtype), policy.signature_bits))
+
+    drops = []
+    for members in clusters:
+        matched = [best[x] for x in members if x in best]
+        if matched:
+            cluster_best = min(matched, key=Match.order)
+            for x in members:
+                own = best.get(x)
+                match = own or cluster_best
+                value = own.similarity if own else similarity(signature[x], cluster_best.signature)
+                drops.append(_drop(x, match.other, match.dump, value))
+        else:
+            kept = min(members, key=lambda x: (-score[x], x))
+            drops += [_drop(x, kept, dump, similarity(signature[x], signature[kept])) for x in members if x != kept]
+    return drops
+
+
+def _drop(doc: str, duplicate_of: str, duplicate_of_dump: str, similarity: float) -> dict:
+    return {"id": doc, "duplicate_of": duplicate_of, "duplicate_of_dump": duplicate_of_dump, "similarity": similarity}
+
+
+def _write_decisions(decisions: duckdb.DuckDBPyRelation, output: Path, dump: str, policy: MinhashPolicy) -> None:
+    """Write in row groups of fixed size, so the bytes do not depend on how DuckDB chunked the result."""
+    schema = DECISION_SCHEMA.with_metadata({POLICY_KEY: policy.fingerprint().encode(), DUMP_KEY: dump.encode()})
+    pending: list[pa.RecordBatch] = []
+    with pq.ParquetWriter(output, schema, compression="zstd") as writer:
+        for batch in decisions.to_arrow_reader(ROW_GROUP_ROWS):
+            pending.append(batch.cast(schema))
+            table = pa.Table.from_batches(pending, schema)
+            full = table.num_rows // ROW_GROUP_ROWS * ROW_GROUP_ROWS
+            if full:
+                writer.write_table(table.slice(0, full), row_group_size=ROW_GROUP_ROWS)
+                pending = table.slice(full).to_batches()
+        if pending:
+            writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=ROW_GROUP_ROWS)

@@ -1,0 +1,141 @@
+"""The `minhash` file of a dump: each bucketed document's band keys and b-bit signature.
+
+Columns `id`, `bucket`, `score`, `band_keys` (one uint64 per band, null for a document with
+fewer words than the n-gram) and `signature` (the low bits of every hash, for verifying
+candidates: 224 bytes a document at 112 x 16 bits, against 896 for the full 64-bit hashes). The
+policy's signature fingerprint and the dump are in the parquet key-value metadata, so a file
+from another policy is refused by name instead of silently mixing signatures.
+
+Documents are read in the order given (bucket, file, row) and written in that order; batches
+are signed on `threads` threads but written in sequence, so the file is the same at any count.
+"""
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fw_assets.dedup.policy import MinhashPolicy
+from fw_assets.dedup.shingles import shingles
+from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
+
+FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
+DUMP_KEY = b"fw_assets.minhash.dump"
+ROW_GROUP_ROWS = 65_536
+
+
+class MinhashFileError(ValueError):
+    """A minhash file that cannot be used: unreadable, wrong columns, or another policy's."""
+
+
+def minhash_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
+    signature_bytes = policy.permutations * policy.signature_bits // 8
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("bucket", pa.string()),
+            ("score", pa.float64()),
+            ("band_keys", pa.list_(pa.uint64())),
+            ("signature", pa.binary(signature_bytes)),
+        ],
+        metadata={FINGERPRINT_KEY: policy.signature_fingerprint().encode(), DUMP_KEY: dump.encode()},
+    )
+
+
+@dataclass(frozen=True)
+class MinhashSummary:
+    documents: int
+    without_shingles: int  # fewer words than the n-gram: never a duplicate
+
+
+def write_minhash_file(
+    sources: Sequence[tuple[str, Path]],
+    output: Path,
+    dump: str,
+    policy: MinhashPolicy,
+    threads: int = 1,
+    batch_rows: int = 2048,
+) -> MinhashSummary:
+    """Sign every document of `sources` ((bucket, bucketed parquet file) pairs) into `output`."""
+    schema = minhash_schema(policy, dump)
+    a, b = permutations(policy)
+
+    def sign(batch: tuple[str, pa.RecordBatch]) -> pa.RecordBatch:
+        bucket, rows = batch
+        return _signed_batch(bucket, rows, policy, a, b, schema)
+
+    documents = without = 0
+    with pq.ParquetWriter(output, schema, compression="zstd") as writer:
+        for signed in _ordered_map(sign, _batches(sources, batch_rows), threads):
+            writer.write_batch(signed, row_group_size=ROW_GROUP_ROWS)
+            documents += signed.num_rows
+            without += signed.column("band_keys").null_count
+    return MinhashSummary(documents, without)
+
+
+def _batches(sources: Sequence[tuple[str, Path]], rows: int) -> Iterator[tuple[str, pa.RecordBatch]]:
+    for bucket, path in sources:
+        for batch in pq.ParquetFile(path).iter_batches(rows, columns=["id", "text", "score"]):
+            yield bucket, batch
+
+
+def _signed_batch(
+    bucket: str, rows: pa.RecordBatch, policy: MinhashPolicy, a: np.ndarray, b: np.ndarray, schema: pa.Schema
+) -> pa.RecordBatch:
+    grams = shingles(rows.column("text"), policy.ngram)
+    signatures = minhash(grams, a, b)
+    signed = grams.counts() > 0
+    keys = band_keys(signatures, policy)
+    key_lists = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, keys.size + 1, policy.bands, dtype=np.int32)),
+        pa.array(keys.ravel()),
+        mask=pa.array(~signed),
+    )
+    raw = compact(signatures, policy.signature_bits)
+    validity = pa.py_buffer(np.packbits(signed, bitorder="little").tobytes())
+    signature = pa.Array.from_buffers(
+        schema.field("signature").type, len(raw), [validity, pa.py_buffer(raw.tobytes())],
+        null_count=int((~signed).sum()),
+    )
+    return pa.record_batch(
+        [rows.column("id"), pa.array([bucket] * rows.num_rows, pa.string()), rows.column("score"), key_lists, signature],
+        schema=schema,
+    )
+
+
+def _ordered_map(function: Callable, items: Iterable, threads: int) -> Iterator:
+    """`map(function, items)` on `threads` threads, results in input order, 2 x threads in flight."""
+    if threads <= 1:
+        yield from map(function, items)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        pending = []
+        for item in items:
+            pending.append(pool.submit(function, item))
+            if len(pending) >= 2 * threads:
+                yield pending.pop(0).result()
+        for future in pending:
+            yield future.result()
+
+
+def check_minhash_file(path: Path, policy: MinhashPolicy) -> str:
+    """The dump a usable minhash file holds; MinhashFileError naming the file otherwise."""
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+        schema = pq.read_schema(path).remove_metadata()
+    except (OSError, pa.ArrowException) as error:
+        raise MinhashFileError(f"{path}: not a readable minhash file ({error}); re-materialize its dump's minhash") from error
+    expected = minhash_schema(policy, "").remove_metadata()
+    if not schema.equals(expected):
+        raise MinhashFileError(f"{path}: columns {schema} differ from a minhash file's {expected}")
+    found = metadata.get(FINGERPRINT_KEY, b"none").decode()
+    if found != policy.signature_fingerprint():
+        raise MinhashFileError(
+            f"{path}: written with MinHash policy {found}, this run uses {policy.signature_fingerprint()};"
+            " re-materialize its dump's minhash with the current policy"
+        )
+    return metadata.get(DUMP_KEY, b"").decode()

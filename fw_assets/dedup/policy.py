@@ -1,0 +1,68 @@
+"""The near-duplicate policy of record (seed design 001): MinHash-LSH parameters and the rule's settings.
+
+Like the sampling policy, every value that decides a dedup decision lives here. The signature
+fingerprint covers what the `minhash` files depend on (and is stored in each file); the full
+fingerprint adds the decision settings and is the code version of `deduplicated`.
+"""
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+
+class Scope(StrEnum):
+    ACROSS_DUMPS = "across_dumps"  # earlier dumps win, then one per cluster within the dump
+    WITHIN_DUMP = "within_dump"  # FineWeb's choice: each dump deduplicated on its own
+    OFF = "off"  # every document kept
+
+
+# Version of the text normalisation and shingle/band hashing in fw_assets.dedup; bump it when
+# either changes, so files written before are refused as "another policy".
+SHINGLING_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MinhashPolicy:
+    ngram: int = 5  # words per shingle
+    bands: int = 14
+    rows: int = 8  # hashes per band; bands x rows permutations of 64 bits
+    seed: int = 1  # draws the permutations
+    signature_bits: int = 16  # low bits of each hash kept for verification (b-bit MinHash)
+    verify_threshold: float = 0.7  # estimated Jaccard a candidate pair needs to count as a duplicate
+    scope: Scope = Scope.ACROSS_DUMPS
+    drop_share_warning: float = 0.30  # per bucket, a larger dropped share warns
+
+    def __post_init__(self):
+        if self.ngram < 1 or self.bands < 1 or self.rows < 1 or self.signature_bits not in (8, 16, 32):
+            raise ValueError(f"bad MinHash policy: {self}")
+        if not 0.0 < self.verify_threshold <= 1.0 or not 0.0 < self.drop_share_warning <= 1.0:
+            raise ValueError(f"thresholds must be in (0, 1]: {self}")
+        object.__setattr__(self, "scope", Scope(self.scope))
+
+    @property
+    def permutations(self) -> int:
+        return self.bands * self.rows
+
+    def candidate_probability(self, jaccard: float) -> float:
+        """Chance that a pair at this Jaccard similarity shares at least one band key."""
+        return 1.0 - (1.0 - jaccard**self.rows) ** self.bands
+
+    def signature_fingerprint(self) -> str:
+        """Hash of what a `minhash` file's contents depend on; stored in the file's metadata."""
+        spec = {
+            "ngram": self.ngram, "bands": self.bands, "rows": self.rows, "seed": self.seed,
+            "signature_bits": self.signature_bits, "shingling": SHINGLING_VERSION,
+        }
+        return _short_hash(spec)
+
+    def fingerprint(self) -> str:
+        """Hash of every value of the policy: the code version of the dedup decisions."""
+        return _short_hash({**asdict(self), "scope": str(self.scope), "shingling": SHINGLING_VERSION})
+
+
+def _short_hash(spec: dict) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+MINHASH_POLICY = MinhashPolicy()

@@ -1,0 +1,94 @@
+"""Word n-gram shingles of whole batches of documents, vectorised (Arrow kernels and numpy).
+
+Text is normalised as datatrove's MinHash does (lower case; digit runs, decimals included, to
+`0`; punctuation and symbols to spaces; accents stripped; whitespace collapsed), split on
+whitespace, and every word hashed once per batch (Arrow's dictionary encoding finds the
+distinct words). A shingle's hash combines its n word hashes in order, so it depends on the
+words alone: the same text gets the same shingles in any batch, at any thread count.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_DIGITS = r"\p{Nd}+([.,،٫⎖⎗⎘]\p{Nd}+)?"
+_PUNCTUATION = r"[\p{P}\p{S}\p{Cc}]"
+_ACCENTS = r"\p{Mn}"
+
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd; golden-ratio constant
+_BYTE_BASE = np.uint64(0x100000001B3)  # FNV prime: polynomial base for word bytes
+
+
+@dataclass(frozen=True)
+class Shingles:
+    """Shingle hashes of a batch: `hashes[offsets[i]:offsets[i + 1]]` are document i's."""
+
+    hashes: np.ndarray  # uint64
+    offsets: np.ndarray  # int64, documents + 1 entries
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def normalise(texts: pa.Array) -> pa.Array:
+    """Lower case, digits folded to `0`, punctuation to spaces, accents stripped (NFD minus marks)."""
+    texts = pc.utf8_lower(texts)
+    texts = pc.replace_substring_regex(texts, _DIGITS, "0")
+    texts = pc.replace_substring_regex(texts, _PUNCTUATION, " ")
+    accented = pc.invert(pc.string_is_ascii(texts))
+    if pc.any(accented).as_py():  # NFD costs a pass over the text; ASCII rows have no accents
+        stripped = pc.replace_substring_regex(pc.utf8_normalize(texts, "NFD"), _ACCENTS, "")
+        texts = pc.if_else(accented, stripped, texts)
+    return texts
+
+
+def fmix64(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser: every input bit reaches every output bit."""
+    x = x ^ (x >> np.uint64(33))
+    x = x * np.uint64(0xFF51AFD7ED558CCD)
+    x = x ^ (x >> np.uint64(33))
+    x = x * np.uint64(0xC4CEB9FE1A85EC53)
+    return x ^ (x >> np.uint64(33))
+
+
+def hash_strings(strings: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each string's UTF-8 bytes (polynomial over the bytes, then mixed)."""
+    strings = strings.cast(pa.large_string())
+    offsets = np.frombuffer(strings.buffers()[1], np.int64)[strings.offset : strings.offset + len(strings) + 1]
+    data = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    offsets = offsets - offsets[0]
+    lengths = np.diff(offsets)
+    position = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, _BYTE_BASE, np.uint64))
+    terms = (data.astype(np.uint64) + np.uint64(1)) * powers[position]
+    sums = np.add.reduceat(terms, offsets[:-1]) if len(data) else np.zeros(0, np.uint64)
+    sums[lengths == 0] = 0
+    return fmix64(sums ^ lengths.astype(np.uint64))
+
+
+def words(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Hash of every word of the normalised texts (flat) and each document's word offsets."""
+    split = pc.utf8_split_whitespace(normalise(texts))
+    offsets = np.asarray(split.offsets, dtype=np.int64)
+    flat = split.values.slice(offsets[0], offsets[-1] - offsets[0]) if len(split) else split.values
+    encoded = pc.dictionary_encode(flat)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    word_hashes = hash_strings(encoded.dictionary)[encoded.indices.to_numpy(zero_copy_only=False)]
+    return word_hashes, offsets - offsets[0]
+
+
+def shingles(texts: pa.Array, n: int) -> Shingles:
+    """Hashes of the word n-grams of each document; documents with fewer than n words get none."""
+    word_hashes, word_offsets = words(texts)
+    starts = len(word_hashes) - n + 1
+    combined = np.zeros(max(starts, 0), np.uint64)
+    for k in range(n):  # polynomial in the word hashes: order matters, as in an n-gram
+        combined = combined * _MULTIPLIER + word_hashes[k : k + len(combined)]
+    counts = np.maximum(np.diff(word_offsets) - n + 1, 0)
+    first = np.repeat(word_offsets[:-1], counts)
+    within = np.arange(len(first), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    hashes = fmix64(combined[first + within]) if len(first) else np.zeros(0, np.uint64)
+    return Shingles(hashes, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))

@@ -1,0 +1,6 @@
+-- The minhash rows of the dump being decided, held for the whole decision.
+--
+--   $path  the dump's minhash file
+CREATE OR REPLACE TEMP TABLE current_documents AS
+SELECT id, bucket, score, band_keys, signature
+FROM read_parquet($path);

@@ -1,0 +1,20 @@
+-- Candidate pairs within the dump: each document sharing a band key is paired with the key's
+-- anchor, the least id holding it. A group of g documents gives g - 1 pairs, not g(g-1)/2, and
+-- the union-find still joins the whole group; the anchor depends on the ids alone.
+WITH anchors AS (
+    SELECT key, min(id) AS anchor
+    FROM current_keys
+    GROUP BY key
+    HAVING count(*) > 1
+),
+pairs AS (
+    SELECT k.id, a.anchor AS other, min(k.band) AS band
+    FROM current_keys AS k
+    JOIN anchors AS a USING (key)
+    WHERE k.id <> a.anchor
+    GROUP BY k.id, a.anchor
+)
+SELECT p.id, p.other, p.band, d.signature, o.signature AS other_signature
+FROM pairs AS p
+JOIN current_documents AS d ON d.id = p.id
+JOIN current_documents AS o ON o.id = p.other;
