@@ -19,7 +19,7 @@ from fw_assets.sample import (
     write_sample_dumps,
 )
 from fw_assets.sample.__main__ import main
-from fw_assets.sample.generator import _write_parquet_atomically
+from fw_assets.sample.generator import _write_parquet_atomically, planted_templates
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 ROWS = 6_000  # per dump
@@ -139,17 +139,33 @@ def test_text_lengths_are_web_page_like_and_heavy_tailed(tables):
     assert text[0].isupper() and text.endswith(".") and ". " in text
 
 
-def test_near_duplicates_exist_across_dumps(tables):
-    earlier, later = (tables[d].to_pydict() for d in DUMPS)
-    by_url = dict(zip(earlier["url"], earlier["text"]))
-    pairs = [(by_url[u], text) for u, text in zip(later["url"], later["text"]) if u in by_url]
-    assert 0.04 <= len(pairs) / ROWS <= 0.06  # default 5%
-    for a, b in pairs:
-        wa, wb = a.split(), b.split()
-        assert len(wa) == len(wb)
-        changed = sum(x != y for x, y in zip(wa, wb))
-        assert 1 <= changed <= 2 * (1 + len(wa) // 200)  # each copy has a few edits of its own
-    assert not set(earlier["id"]) & set(later["id"])
+def test_planted_near_duplicates_across_and_within_dumps_and_their_ground_truth(sample, tables):
+    root, _ = sample
+    copies: dict[int, list[str]] = {}  # template -> texts of its copies, over both dumps
+    for dump in DUMPS:
+        truth = pq.read_table(root / "planted" / f"{dump}.parquet").to_pydict()
+        assert 0.05 <= len(truth["id"]) / ROWS <= 0.07  # default 5% across dumps + 1% twins
+        text = dict(zip(tables[dump]["id"].to_pylist(), tables[dump]["text"].to_pylist()))
+        for doc, template in zip(truth["id"], truth["template"]):
+            copies.setdefault(template, []).append(text[doc])
+    assert {len(texts) for texts in copies.values()} == {2, 4}  # one copy per dump, or twins in each
+    for texts in copies.values():
+        for a, b in zip(texts, texts[1:]):
+            wa, wb = a.split(), b.split()
+            assert len(wa) == len(wb)
+            changed = sum(x != y for x, y in zip(wa, wb))
+            assert 1 <= changed <= 2 * (1 + len(wa) // 200)  # each copy has a few edits of its own
+    earlier, later = (set(tables[d]["id"].to_pylist()) for d in DUMPS)
+    assert not earlier & later
+
+
+def test_rows_that_copy_nothing_do_not_depend_on_the_twin_share():
+    with_twins = sample_table(DUMPS[0], 0, 2_000, twin_share=0.05)
+    without = sample_table(DUMPS[0], 0, 2_000, twin_share=0.0)
+    same = planted_templates(0, 0, 2_000, twin_share=0.05) == planted_templates(0, 0, 2_000, twin_share=0.0)
+    assert 40 <= (~same).sum() <= 120  # ~5% of rows become twins (fewer: none that copy across dumps)
+    assert with_twins.filter(same).equals(without.filter(same))
+    assert not with_twins.filter(~same)["text"].equals(without.filter(~same)["text"])
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):

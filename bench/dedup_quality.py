@@ -1,0 +1,82 @@
+"""How well a dedup finds the generator's planted near-duplicates, and datatrove's score on them.
+
+    python -m bench.dedup_quality --root DIR [--rows 2000] [--dumps D1 D2 D3] [--seed 0]
+
+Generates the dumps (ground truth in ROOT/planted/), runs datatrove's own four MinHash stages
+(signatures, buckets, cluster, filter; its defaults: word 5-grams, 14 x 8, spaCy words) over all
+their rows, and prints the share of planted pairs it leaves with at most one document kept. The
+dedup tests compare fw_assets against this number measured on the same rows.
+"""
+
+import argparse
+import itertools
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from fw_assets.sample.generator import write_sample_dumps
+
+DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
+
+
+def planted_pairs(root: Path, dumps: Sequence[str]) -> list[tuple[str, str]]:
+    """Every pair of ids (over all `dumps`) that copy the same template."""
+    by_template: dict[int, list[str]] = {}
+    for dump in dumps:
+        truth = pq.read_table(root / "planted" / f"{dump}.parquet").to_pydict()
+        for doc, template in zip(truth["id"], truth["template"]):
+            by_template.setdefault(template, []).append(doc)
+    return [pair for ids in by_template.values() for pair in itertools.combinations(sorted(ids), 2)]
+
+
+def caught_share(pairs: Sequence[tuple[str, str]], kept: Iterable[str]) -> float:
+    """Share of pairs of which at most one document is kept."""
+    kept = set(kept)
+    return sum(1 for a, b in pairs if not (a in kept and b in kept)) / len(pairs)
+
+
+def datatrove_kept_ids(root: Path, dumps: Sequence[str], work: Path) -> set[str]:
+    """Ids datatrove's four MinHash stages keep, over all rows of `dumps` taken together."""
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup.minhash import (
+        MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature,
+    )
+    from datatrove.pipeline.readers import ParquetReader
+    from datatrove.pipeline.writers import ParquetWriter
+
+    config = MinhashConfig()
+
+    def reader():
+        return ParquetReader(str(root / "data"), recursive=True, text_key="text", id_key="id")
+
+    stages = [
+        ([reader(), MinhashDedupSignature(str(work / "sigs"), config=config)], 1),
+        ([MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)], config.num_buckets),
+        ([MinhashDedupCluster(str(work / "buckets"), str(work / "remove"), config=config)], 1),
+        ([reader(), MinhashDedupFilter(str(work / "remove")), ParquetWriter(str(work / "kept"))], 1),
+    ]
+    for i, (pipeline, tasks) in enumerate(stages):
+        LocalPipelineExecutor(pipeline, tasks=tasks, workers=1, logging_dir=str(work / f"logs{i}")).run()
+    return {doc for path in (work / "kept").glob("*.parquet") for doc in pq.read_table(path)["id"].to_pylist()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dedup_quality")
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--rows", type=int, default=2000)
+    parser.add_argument("--dumps", nargs="+", default=list(DUMPS))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    write_sample_dumps(args.root, args.dumps, rows_per_dump=args.rows, seed=args.seed)
+    pairs = planted_pairs(args.root, args.dumps)
+    with tempfile.TemporaryDirectory() as work:
+        kept = datatrove_kept_ids(args.root, args.dumps, Path(work))
+    total = args.rows * len(args.dumps)
+    print(f"{len(pairs)} planted pairs; datatrove keeps {len(kept)} of {total} documents;"
+          f" pairs with at most one kept: {caught_share(pairs, kept):.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Near-duplicate decisions (fw_assets.dedup) on generated dumps with planted copies."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from bench.dedup_quality import DUMPS, caught_share, planted_pairs
+from fw_assets.dedup.decide import decide_dump
+from fw_assets.dedup.explain import explain
+from fw_assets.dedup.minhash_file import MinhashFileError, write_minhash_file
+from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
+from fw_assets.sample.generator import write_sample_dumps
+
+ROWS = 2_000  # per dump: the rows `python -m bench.dedup_quality` measured datatrove on
+# `python -m bench.dedup_quality --root DIR` (datatrove 0.10.1's four MinHash stages, defaults,
+# on these same three generated dumps of 2,000 rows, seed 0): share of planted pairs left with at
+# most one document kept.
+DATATROVE_CAUGHT = 446 / 447
+
+
+def minhash_files(root: Path, out: Path, policy: MinhashPolicy = MINHASH_POLICY, threads: int = 1) -> dict[str, Path]:
+    """Each dump's rows split in two score buckets, as bucketed would, signed into out/<dump>.parquet."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for dump in DUMPS:
+        table = pq.read_table(root / "data" / dump, columns=["id", "text", "score"])
+        sources = []
+        for bucket, rows in (("2.8", pc.less(table["score"], 3.0)), ("3.0", pc.greater_equal(table["score"], 3.0))):
+            path = out / f"{dump}-{bucket}-bucketed.parquet"
+            pq.write_table(table.filter(rows), path)
+            sources.append((bucket, path))
+        files[dump] = out / f"{dump}.parquet"
+        write_minhash_file(sources, files[dump], dump, policy, threads=threads, batch_rows=500)
+    return files
+
+
+def decide(minhash: dict[str, Path], out: Path, order=DUMPS, threads: int = 1, policy=MINHASH_POLICY) -> dict[str, Path]:
+    """Decide `order`'s dumps one after another, each against the earlier dumps' minhash files present."""
+    out.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(":memory:", config={"threads": threads})
+    try:
+        for dump in order:
+            earlier = [(d, minhash[d]) for d in DUMPS if d < dump and minhash[d].exists()]
+            decide_dump(con, dump, minhash[dump], earlier, out / f"{dump}.parquet", policy)
+    finally:
+        con.close()
+    return {dump: out / f"{dump}.parquet" for dump in DUMPS}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("dedup")
+    write_sample_dumps(root, DUMPS, rows_per_dump=ROWS, seed=0)
+    return root
+
+
+@pytest.fixture(scope="module")
+def minhash(root) -> dict[str, Path]:
+    return minhash_files(root, root / "minhash")
+
+
+@pytest.fixture(scope="module")
+def decisions(root, minhash) -> dict[str, Path]:
+    return decide(minhash, root / "dedup")
+
+
+@pytest.fixture(scope="module")
+def texts(root) -> dict[str, str]:
+    table = pq.read_table(root / "data", columns=["id", "text"])
+    return dict(zip(table["id"].to_pylist(), table["text"].to_pylist()))
+
+
+def read(decisions: dict[str, Path]) -> dict[str, list[dict]]:
+    return {dump: pq.read_table(path).to_pylist() for dump, path in decisions.items()}
+
+
+def word_5grams(text: str) -> set[tuple[str, ...]]:
+    words = re.sub(r"[^\w\s]|_", " ", re.sub(r"\d+", "0", text.lower())).split()
+    return {tuple(words[i : i + 5]) for i in range(len(words) - 4)}
+
+
+def jaccard(a: str, b: str) -> float:
+    x, y = word_5grams(a), word_5grams(b)
+    return len(x & y) / len(x | y)
+
+
+def test_one_decision_per_document_and_pointers_that_exist(root, decisions):
+    rows = read(decisions)
+    ids = {dump: {r["id"] for r in dump_rows} for dump, dump_rows in rows.items()}
+    for dump, dump_rows in rows.items():
+        source_ids = pq.read_table(root / "data" / dump, columns=["id"])["id"].to_pylist()
+        assert [r["id"] for r in dump_rows] == sorted(source_ids)
+        kept = {r["id"] for r in dump_rows if r["keep"]}
+        for r in dump_rows:
+            if r["keep"]:
+                assert r["duplicate_of"] is r["duplicate_of_dump"] is r["similarity"] is None
+            elif r["duplicate_of_dump"] == dump:
+                assert r["duplicate_of"] in kept  # within the dump it points at the kept one
+            else:
+                assert r["duplicate_of_dump"] < dump and r["duplicate_of"] in ids[r["duplicate_of_dump"]]
+
+
+def test_planted_pairs_end_with_at_most_one_kept_as_often_as_datatrove(root, decisions):
+    kept = {r["id"] for dump_rows in read(decisions).values() for r in dump_rows if r["keep"]}
+    pairs = planted_pairs(root, DUMPS)
+    assert len(pairs) > 300  # across dumps and twins within them
+    assert caught_share(pairs, kept) >= DATATROVE_CAUGHT
+
+
+def test_drops_are_true_near_duplicates_within_and_across_dumps(decisions, texts):
+    drops = [r for dump, dump_rows in read(decisions).items() for r in dump_rows if not r["keep"]]
+    assert {r["duplicate_of_dump"] == dump for dump, dump_rows in read(decisions).items() for r in dump_rows if not r["keep"]} == {True, False}
+    true = [jaccard(texts[r["id"]], texts[r["duplicate_of"]]) for r in drops]
+    assert sum(j >= 0.5 for j in true) >= 0.98 * len(drops)
+    errors = [abs(r["similarity"] - j) for r, j in zip(drops, true)]
+    assert sum(errors) / len(errors) < 0.05  # the estimate tracks the true Jaccard
+
+
+def test_the_earliest_dump_wins_and_clusters_keep_the_best_score(root, decisions):
+    rows = read(decisions)
+    first = rows[DUMPS[0]]
+    assert all(r["duplicate_of_dump"] in (None, DUMPS[0]) for r in first)  # nothing earlier
+    scores = dict(zip(*pq.read_table(root / "data" / DUMPS[0], columns=["id", "score"]).to_pydict().values()))
+    within = [r for r in first if not r["keep"]]
+    assert within
+    for r in within:
+        assert (-scores[r["duplicate_of"]], r["duplicate_of"]) < (-scores[r["id"]], r["id"])
+
+
+def test_same_bytes_whatever_order_the_dumps_are_processed_in(root, minhash, decisions, tmp_path):
+    reverse = decide(dict(minhash), tmp_path, order=DUMPS[::-1])  # all minhash files exist already
+    for dump in DUMPS:
+        assert reverse[dump].read_bytes() == decisions[dump].read_bytes()
+    late = {dump: tmp_path / "late" / f"{dump}.parquet" for dump in DUMPS}
+    (tmp_path / "late").mkdir()
+    for dump in DUMPS[::-1]:  # minhash materialized newest first: each decided before its elders exist
+        shutil.copy(minhash[dump], late[dump])
+        decide(late, tmp_path / "first-pass", order=[dump])
+    assert (tmp_path / "first-pass" / f"{DUMPS[-1]}.parquet").read_bytes() != decisions[DUMPS[-1]].read_bytes()
+    redone = decide(late, tmp_path / "redone", order=DUMPS[1:])  # the stale later dumps, re-run
+    for dump in DUMPS[1:]:
+        assert redone[dump].read_bytes() == decisions[dump].read_bytes()
+
+
+def test_same_bytes_at_one_and_two_threads(root, minhash, decisions, tmp_path):
+    two = minhash_files(root, tmp_path / "minhash", threads=2)
+    for dump in DUMPS:
+        assert two[dump].read_bytes() == minhash[dump].read_bytes()
+    redone = decide(two, tmp_path / "dedup", threads=2)
+    for dump in DUMPS:
+        assert redone[dump].read_bytes() == decisions[dump].read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other_policy"])
+def test_a_bad_earlier_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage):
+    files = dict(minhash)
+    bad = tmp_path / f"{DUMPS[0]}.parquet"
+    if damage == "truncated":
+        bad.write_bytes(minhash[DUMPS[0]].read_bytes()[:-100])
+    else:
+        bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[DUMPS[0]]
+    files[DUMPS[0]] = bad
+    with pytest.raises(MinhashFileError, match=re.escape(str(bad))):
+        decide(files, tmp_path / "dedup", order=[DUMPS[1]])
+    assert not (tmp_path / "dedup" / f"{DUMPS[1]}.parquet").exists()
+
+
+def test_scopes(minhash, decisions, tmp_path):
+    within = read(decide(minhash, tmp_path / "within", policy=MinhashPolicy(scope=Scope.WITHIN_DUMP)))
+    for dump, rows in within.items():
+        assert all(r["duplicate_of_dump"] in (None, dump) for r in rows)
+    assert sum(not r["keep"] for rows in within.values() for r in rows) < sum(
+        not r["keep"] for rows in read(decisions).values() for r in rows
+    )
+    off = read(decide(minhash, tmp_path / "off", policy=MinhashPolicy(scope=Scope.OFF)))
+    assert all(r["keep"] for rows in off.values() for r in rows)
+
+
+def test_explain_names_the_match_the_shared_bands_and_the_similarity(minhash, decisions):
+    dropped = next(r for r in read(decisions)[DUMPS[2]] if not r["keep"] and r["duplicate_of_dump"] != DUMPS[2])
+    kept = next(r for r in read(decisions)[DUMPS[2]] if r["keep"])
+    con = duckdb.connect(":memory:")
+    why = explain(con, dropped["id"], decisions, minhash)
+    assert (why.dump, why.duplicate_of, why.duplicate_of_dump) == (DUMPS[2], dropped["duplicate_of"], dropped["duplicate_of_dump"])
+    assert why.shared_bands and why.similarity == dropped["similarity"]
+    assert f"near-duplicate of {dropped['duplicate_of']} ({dropped['duplicate_of_dump']})" in why.describe()
+    assert explain(con, kept["id"], decisions, minhash).keep
+    assert explain(con, "<urn:uuid:nothing>", decisions, minhash) is None
