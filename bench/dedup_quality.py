@@ -1,6 +1,6 @@
 """How well a dedup finds the generator's planted near-duplicates, and datatrove's score on them.
 
-    python -m bench.dedup_quality --root DIR [--rows 2000] [--dumps D1 D2 D3] [--seed 0]
+    python -m bench.dedup_quality --root DIR [--rows 2000] [--dumps D1 D2 D3] [--seed 0] [--paragraph-share 0.03]
 
 Generates the dumps (ground truth in ROOT/planted/), runs datatrove's own four MinHash stages
 (signatures, buckets, cluster, filter; its defaults: word 5-grams, 14 x 8, spaCy words) over all
@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from fw_assets.sample.generator import write_sample_dumps
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
+PARAGRAPH_SHARE = 0.05  # short pages sharing a boilerplate paragraph: the trap for unverified LSH
 
 
 def planted_pairs(root: Path, dumps: Sequence[str]) -> list[tuple[str, str]]:
@@ -68,8 +69,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--dumps", nargs="+", default=list(DUMPS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paragraph-share", type=float, default=PARAGRAPH_SHARE)
     args = parser.parse_args(argv)
-    write_sample_dumps(args.root, args.dumps, rows_per_dump=args.rows, seed=args.seed)
+    write_sample_dumps(
+        args.root, args.dumps, rows_per_dump=args.rows, seed=args.seed, paragraph_share=args.paragraph_share
+    )
     pairs = planted_pairs(args.root, args.dumps)
     with tempfile.TemporaryDirectory() as work:
         kept = datatrove_kept_ids(args.root, args.dumps, Path(work))

@@ -79,7 +79,9 @@ def decide_dump(
         check_minhash_file(path, policy)
     con.execute(load_sql("dedup_current_documents"), {"path": str(minhash_path)})
     con.execute(load_sql("dedup_current_keys"))
-    edges = [] if policy.scope is Scope.OFF else _verified(con.sql(load_sql("dedup_within_candidates")), policy)
+    edges = []
+    if policy.scope is not Scope.OFF:
+        edges = list(_verified(con.sql(load_sql("dedup_within_candidates")), policy))
     best = _best_earlier_matches(con, earlier, policy)
     drops = _drops(con, dump, edges, best, policy)
     con.register("drops", pa.Table.from_pylist(drops, DROP_SCHEMA))

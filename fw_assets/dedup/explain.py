@@ -56,4 +56,4 @@ def explain(
 
 def _band_keys(con: duckdb.DuckDBPyConnection, path: Path, doc_id: str) -> list[int]:
     rows = con.execute(load_sql("dedup_band_keys"), {"path": str(path), "id": doc_id}).fetchall()
-    return rows[0][0] or [] if rows else []
+    return (rows[0][0] or []) if rows else []

@@ -10,6 +10,7 @@ from fw_assets.sample.generator import (
     DEFAULT_DUMPS,
     DEFAULT_DUP_SHARE,
     DEFAULT_ROWS,
+    DEFAULT_TWIN_SHARE,
     write_sample_dump,
 )
 
@@ -29,12 +30,21 @@ def main(argv: list[str] | None = None) -> None:
         "--dup-share", type=float, default=DEFAULT_DUP_SHARE,
         help="share of rows that are near-duplicates across dumps",
     )
+    parser.add_argument(
+        "--twin-share", type=float, default=DEFAULT_TWIN_SHARE,
+        help="share of rows that are near-duplicate twins within each dump",
+    )
+    parser.add_argument(
+        "--paragraph-share", type=float, default=0.0,
+        help="share of rows made short pages sharing a boilerplate paragraph",
+    )
     args = parser.parse_args(argv)
     for dump in args.dumps:
         began = time.perf_counter()
         try:
             paths = write_sample_dump(
-                args.root, dump, args.rows, args.files, args.seed, args.dup_share
+                args.root, dump, args.rows, args.files, args.seed, args.dup_share,
+                twin_share=args.twin_share, paragraph_share=args.paragraph_share,
             )
         except ValueError as error:
             parser.error(str(error))

@@ -11,7 +11,9 @@ Another share (`twin_share`) are twins within a dump: both rows of a chosen pair
 are edited copies of template 2m, again in every dump. Copies of one template have a word
 5-gram Jaccard of about 0.8-0.9 (fewer for very short documents). Which id copies which template
 is written beside the data, in `ROOT/planted/<dump>.parquet` (`id`, `template`): the ground truth
-for deduplication tests.
+for deduplication tests. Optionally (`paragraph_share`, 0 by default) other rows become short pages
+sharing one of a few boilerplate paragraphs: not copies, but close enough (word 5-gram Jaccard
+about 0.3-0.7) to tempt a MinHash-LSH without verification.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ DEFAULT_ROWS = 5_000
 ROW_GROUP_SIZE = 1_000  # like `datasets.push_to_hub`
 DEFAULT_DUP_SHARE = 0.05
 DEFAULT_TWIN_SHARE = 0.01
+_PARAGRAPHS, _PARAGRAPH_WORDS, _OWN_WORDS = 3, 60, (20, 45)  # shared paragraphs; words of each page
 PLANTED_SCHEMA = pa.schema([("id", pa.string()), ("template", pa.int64())])
 _DUP_BLOCK = 1_000  # near-duplicate rows are drawn per fixed block of row numbers
 
@@ -120,11 +123,13 @@ def write_sample_dumps(
     seed: int = 0,
     dup_share: float = DEFAULT_DUP_SHARE,
     twin_share: float = DEFAULT_TWIN_SHARE,
+    paragraph_share: float = 0.0,
 ) -> dict[str, list[Path]]:
     """Write several sample dumps under `root/data/`; returns the files written per dump."""
     return {
         dump: write_sample_dump(
-            root, dump, rows_per_dump, files_per_dump, seed, dup_share, twin_share=twin_share
+            root, dump, rows_per_dump, files_per_dump, seed, dup_share,
+            twin_share=twin_share, paragraph_share=paragraph_share,
         )
         for dump in dumps
     }
@@ -139,6 +144,7 @@ def write_sample_dump(
     dup_share: float = DEFAULT_DUP_SHARE,
     row_group_size: int = ROW_GROUP_SIZE,
     twin_share: float = DEFAULT_TWIN_SHARE,
+    paragraph_share: float = 0.0,
 ) -> list[Path]:
     """Write one dump as `root/data/<dump>/train-{i:05d}-of-{files:05d}.parquet`; returns the paths.
 
@@ -147,11 +153,11 @@ def write_sample_dump(
     `root/planted/<dump>.parquet`.
     """
     _dump_start(dump)  # validate the name before writing anything
-    shares_ok = 0 <= dup_share <= 1 and 0 <= twin_share <= 1
+    shares_ok = all(0 <= share <= 1 for share in (dup_share, twin_share, paragraph_share))
     if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not shares_ok:
         raise ValueError(
             f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and shares in "
-            f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, {twin_share=})"
+            f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, {twin_share=}, {paragraph_share=})"
         )
     folder = Path(root) / "data" / dump
     folder.mkdir(parents=True, exist_ok=True)
@@ -160,7 +166,7 @@ def write_sample_dump(
     def chunks(start: int, stop: int) -> Iterator[pa.Table]:
         for lo in range(start, stop, row_group_size):
             hi = min(lo + row_group_size, stop)
-            table = sample_table(dump, lo, hi, seed, dup_share, twin_share)
+            table = sample_table(dump, lo, hi, seed, dup_share, twin_share, paragraph_share)
             templates = planted_templates(seed, lo, hi, dup_share, twin_share)
             chosen = np.flatnonzero(templates >= 0)
             planted.append(pa.table([table["id"].take(chosen), templates[chosen]], schema=PLANTED_SCHEMA))
@@ -185,6 +191,7 @@ def sample_table(
     seed: int = 0,
     dup_share: float = DEFAULT_DUP_SHARE,
     twin_share: float = DEFAULT_TWIN_SHARE,
+    paragraph_share: float = 0.0,
 ) -> pa.Table:
     """Rows `start..stop-1` of a sample dump, as a table with `SCHEMA`."""
     n = stop - start
@@ -198,6 +205,9 @@ def sample_table(
     for i in np.flatnonzero(_is_twin(seed, start, stop, dup_share, twin_share)):
         row = start + int(i)  # edits drawn apart from `rng`: the other rows stay as they were
         docs[i], scores[i], urls[i] = _near_duplicate(seed, row - row % 2, _rng(seed, "twin", dump, row))
+    planted = planted_templates(seed, start, stop, dup_share, twin_share) >= 0
+    for i in np.flatnonzero(_is_duplicate(seed, start, stop, paragraph_share, "paragraph") & ~planted):
+        docs[i] = _with_shared_paragraph(seed, dump, start + int(i), docs[i])
     tokens = np.concatenate(docs) if n else np.zeros(0, np.int32)
     counts = np.array([len(d) for d in docs], dtype=np.int64)
     columns = {
@@ -300,6 +310,13 @@ def _near_duplicate(seed: int, row: int, rng: np.random.Generator) -> tuple[np.n
     new_words = (words + rng.integers(1, len(VOCAB), len(edits))) % len(VOCAB)
     tokens[edits] = new_words * _N_VARIANTS + variants
     return tokens, score, url
+
+
+def _with_shared_paragraph(seed: int, dump: str, row: int, tokens: np.ndarray) -> np.ndarray:
+    """The first few words of the page, then one of the shared paragraphs."""
+    rng = _rng(seed, "paragraph", dump, row)
+    paragraph, _ = _doc_tokens(_rng(seed, "paragraph", int(rng.integers(_PARAGRAPHS))), 1)
+    return np.concatenate([tokens[: rng.integers(*_OWN_WORDS)], np.resize(paragraph, _PARAGRAPH_WORDS)])
 
 
 def _uuids(rng: np.random.Generator, n: int) -> list[str]:
