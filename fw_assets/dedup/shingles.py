@@ -63,21 +63,26 @@ def hash_strings(strings: pa.Array) -> np.ndarray:
     position = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, _BYTE_BASE, np.uint64))
     terms = (data.astype(np.uint64) + np.uint64(1)) * powers[position]
-    sums = np.add.reduceat(terms, offsets[:-1]) if len(data) else np.zeros(0, np.uint64)
-    sums[lengths == 0] = 0
+    sums = np.zeros(len(lengths), np.uint64)
+    nonempty = lengths > 0
+    if nonempty.any():  # reduceat sums each run up to the next start; empty strings keep 0
+        sums[nonempty] = np.add.reduceat(terms, offsets[:-1][nonempty])
     return fmix64(sums ^ lengths.astype(np.uint64))
 
 
 def words(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Hash of every word of the normalised texts (flat) and each document's word offsets."""
-    split = pc.utf8_split_whitespace(normalise(texts))
-    offsets = np.asarray(split.offsets, dtype=np.int64)
-    flat = split.values.slice(offsets[0], offsets[-1] - offsets[0]) if len(split) else split.values
-    encoded = pc.dictionary_encode(flat)
+    split = pc.utf8_split_whitespace(normalise(texts))  # leading/trailing blanks give empty words
+    parents = pc.list_parent_indices(split).to_numpy()
+    flat = pc.list_flatten(split)
+    kept = pc.greater(pc.binary_length(flat), 0)
+    counts = np.bincount(parents[kept.to_numpy(zero_copy_only=False)], minlength=len(split))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    encoded = pc.dictionary_encode(flat.filter(kept))
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()
     word_hashes = hash_strings(encoded.dictionary)[encoded.indices.to_numpy(zero_copy_only=False)]
-    return word_hashes, offsets - offsets[0]
+    return word_hashes, offsets
 
 
 def shingles(texts: pa.Array, n: int) -> Shingles:

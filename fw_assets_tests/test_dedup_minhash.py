@@ -1,0 +1,67 @@
+"""Signatures and minhash files (fw_assets.dedup): normalisation, short documents, the policy fingerprint."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from fw_assets.dedup.decide import decide_dump
+from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, write_minhash_file
+from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
+from fw_assets.dedup.shingles import normalise, words
+
+DUMP = "CC-MAIN-2013-20"
+BASE = "the students measured the growth of plants in the school garden every week for 12 months"
+VARIANTS = [
+    "The Students measured the growth of plants, in the school-garden every week for 7 months!",
+    "THE STUDENTS MEASURED THE GROWTH OF PLANTS IN THE SCHOOL GARDEN EVERY WEEK FOR 3.5 MONTHS.",
+    "the  stüdents\tmeasured the\n\ngrowth of plánts in the school garden every week for 12 months",
+]
+
+
+def write_bucketed(path, texts: list[str]) -> None:
+    ids = [f"<urn:uuid:00000000-0000-4000-8000-{i:012d}>" for i in range(len(texts))]
+    pq.write_table(pa.table({"id": ids, "text": texts, "score": [3.0] * len(texts)}), path)
+
+
+def test_normalisation_folds_case_punctuation_digits_accents_and_whitespace():
+    assert normalise(pa.array(["Café, 3.14 and 1,000 NAÏVE—words!\u00a0Done"])).to_pylist()[0].split() == [
+        "cafe", "0", "and", "0", "naive", "words", "done",
+    ]
+    hashes, offsets = words(pa.array([BASE, *VARIANTS]))
+    per_doc = [hashes[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    assert all(np.array_equal(per_doc[0], other) for other in per_doc[1:])
+
+
+def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
+    write_bucketed(tmp_path / "in.parquet", [BASE, *VARIANTS, "four words only here", "", "a different text about oceans and rivers"])
+    summary = write_minhash_file([("3.0", tmp_path / "in.parquet")], tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
+    table = pq.read_table(tmp_path / "m.parquet")
+    assert (summary.documents, summary.without_shingles) == (7, 2)
+    keys, signatures = table["band_keys"].to_pylist(), table["signature"].to_pylist()
+    assert all(k == keys[0] and s == signatures[0] for k, s in zip(keys[1:4], signatures[1:4]))
+    assert keys[4] is keys[5] is signatures[4] is signatures[5] is None
+    assert len(keys[0]) == 14 and len(signatures[0]) == 112 * 2
+    assert set(keys[6]).isdisjoint(keys[0])
+    con = duckdb.connect(":memory:")
+    decide_dump(con, DUMP, tmp_path / "m.parquet", [], tmp_path / "d.parquet", MINHASH_POLICY)
+    decisions = pq.read_table(tmp_path / "d.parquet").to_pylist()
+    assert [d["keep"] for d in decisions] == [True, False, False, False, True, True, True]
+    assert {d["duplicate_of"] for d in decisions[1:4]} == {decisions[0]["id"]}  # equal scores: least id
+    assert all(d["similarity"] == 1.0 for d in decisions[1:4])
+
+
+def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(tmp_path):
+    write_bucketed(tmp_path / "in.parquet", [BASE])
+    write_minhash_file([("3.0", tmp_path / "in.parquet")], tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
+    assert check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY) == DUMP
+    # Decision settings do not change signatures: files stay usable.
+    assert check_minhash_file(tmp_path / "m.parquet", MinhashPolicy(verify_threshold=0.8, scope="within_dump")) == DUMP
+    for other in (MinhashPolicy(bands=16, rows=7), MinhashPolicy(ngram=4), MinhashPolicy(seed=5)):
+        with pytest.raises(MinhashFileError, match="written with MinHash policy"):
+            check_minhash_file(tmp_path / "m.parquet", other)
+    assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()
+    assert MinhashPolicy(scope="off").fingerprint() != MINHASH_POLICY.fingerprint()
