@@ -44,7 +44,7 @@ def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
     keys, signatures = table["band_keys"].to_pylist(), table["signature"].to_pylist()
     assert all(k == keys[0] and s == signatures[0] for k, s in zip(keys[1:4], signatures[1:4]))
     assert keys[4] is keys[5] is signatures[4] is signatures[5] is None
-    assert len(keys[0]) == 14 and len(signatures[0]) == 112 * 2
+    assert len(keys[0]) == 16 and len(signatures[0]) == 112 * 2
     assert set(keys[6]).isdisjoint(keys[0])
     con = duckdb.connect(":memory:")
     decide_dump(con, DUMP, tmp_path / "m.parquet", [], tmp_path / "d.parquet", MINHASH_POLICY)
@@ -60,7 +60,7 @@ def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(
     assert check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY) == DUMP
     # Decision settings do not change signatures: files stay usable.
     assert check_minhash_file(tmp_path / "m.parquet", MinhashPolicy(verify_threshold=0.8, scope="within_dump")) == DUMP
-    for other in (MinhashPolicy(bands=16, rows=7), MinhashPolicy(ngram=4), MinhashPolicy(seed=5)):
+    for other in (MinhashPolicy(bands=14, rows=8), MinhashPolicy(ngram=4), MinhashPolicy(seed=5)):
         with pytest.raises(MinhashFileError, match="written with MinHash policy"):
             check_minhash_file(tmp_path / "m.parquet", other)
     assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()

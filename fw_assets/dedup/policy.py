@@ -25,11 +25,13 @@ SHINGLING_VERSION = 1
 @dataclass(frozen=True)
 class MinhashPolicy:
     ngram: int = 5  # words per shingle
-    bands: int = 14
-    rows: int = 8  # hashes per band; bands x rows permutations of 64 bits
+    # 16 x 7 = 112 hashes, as datatrove's 14 x 8 but finer: a pair at Jaccard 0.8 is a candidate
+    # with probability 0.977 (14 x 8: 0.924), at 0.7 0.747 (0.565); verification keeps precision.
+    bands: int = 16
+    rows: int = 7  # hashes per band; bands x rows permutations of 64 bits
     seed: int = 1  # draws the permutations
     signature_bits: int = 16  # low bits of each hash kept for verification (b-bit MinHash)
-    verify_threshold: float = 0.7  # estimated Jaccard a candidate pair needs to count as a duplicate
+    verify_threshold: float = 0.65  # estimated Jaccard a candidate pair needs to count as a duplicate
     scope: Scope = Scope.ACROSS_DUMPS
     drop_share_warning: float = 0.30  # per bucket, a larger dropped share warns
 
