@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 
 from fw_assets.lib.manifest import source_files
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 
 # The first dumps of FineWeb-Edu: the bench runs on the first `dumps` of them, and the memory case
 # reads four of them as one dump four times larger.

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from fw_assets import settings
 from fw_assets.lib.markdown import table
 from fw_assets.policy import SEED_POLICY
-from fw_assets.sample import DEFAULT_DUMPS, write_sample_dump
+from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_SOURCE = Path("data/sample/fineweb-edu")

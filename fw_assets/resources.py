@@ -54,7 +54,7 @@ def default_memory_limit() -> str:
     return f"{default_memory_limit_bytes() // 2**20}MiB"
 
 
-class DuckDBResource(dg.ConfigurableResource):
+class DuckDBSteps(dg.ConfigurableResource):
     """One in-memory DuckDB connection per step, always closed; nothing shared between runs."""
 
     threads: int = Field(default=0, description="Worker threads; 0 means one per core.")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets.sample import write_sample_dumps
+from fw_assets.synthetic import write_sample_dumps
 from fw_assets_tests.dagster_services import write_instance_yaml
 
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")

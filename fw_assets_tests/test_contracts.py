@@ -26,7 +26,7 @@ from fw_assets.contracts.schemas import raw_schema, selection_schema
 from fw_assets.contracts.selection import binomial_tolerance, check_selection
 from fw_assets.lib.manifest import describe
 from fw_assets.policy import SEED_POLICY
-from fw_assets.sample import sample_table, write_sample_dump
+from fw_assets.synthetic import sample_table, write_sample_dump
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fw_assets.lib.publish import JOURNAL, Staging, recover, staged_publication
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree
 

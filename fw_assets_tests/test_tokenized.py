@@ -17,8 +17,8 @@ import pytest
 from fw_assets.bucketing.assets import POLICY
 from fw_assets.bucketing.layout import bucket_dump_dir, bucketed_files
 from fw_assets.lib.manifest import describe
-from fw_assets.resources import DuckDBResource
-from fw_assets.sample import int_scores, write_sample_dump
+from fw_assets.resources import DuckDBSteps
+from fw_assets.synthetic import int_scores, write_sample_dump
 from fw_assets.tokenizing.assets import tokenized
 from fw_assets.tokenizing.doc_index import read_document_index
 from fw_assets.tokenizing.encode import ParallelEncoder
@@ -199,7 +199,7 @@ def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, s
     output, _, _ = published
     run_tokenized(
         sample_source, tmp_path, TokenizerResource(workers=1, batch_size=7), chain=True,
-        extra_resources={"duckdb": DuckDBResource(threads=1, memory_limit="1GiB")},
+        extra_resources={"warehouse": DuckDBSteps(threads=1, memory_limit="1GiB")},
     )
     published_files = tokenized_tree(output, CL100K)
     assert len(published_files) == 3 * len(BUCKETS)
@@ -243,7 +243,7 @@ def tokenize_directly(
     spec = TokenizerResource().spec()
     with (
         ParallelEncoder(spec, workers) as encoder,
-        DuckDBResource(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
+        DuckDBSteps(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
     ):
         tokenize_buckets(
             con, buckets, encoder, np.dtype(np.int32), batch_rows, progress, log, DUMP,

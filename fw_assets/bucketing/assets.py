@@ -27,7 +27,7 @@ from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.sql import load_sql, sql_fingerprint
 from fw_assets.partitions import dump_partitions
 from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 
 POLICY = SEED_POLICY
 
@@ -84,10 +84,10 @@ class Stopwatch:
     "a manifest of files, rows, bytes and schema, and a score histogram; recorded only when "
     "the files pass the raw contract.",
 )
-def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource) -> Events:
+def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps) -> Events:
     dump = context.partition_key
     source, problems = find_dump_source(dump, storage.dump_dir(dump))
-    with duckdb.connect(_spill_dir(storage)) as con:
+    with warehouse.connect(_spill_dir(storage)) as con:
         contract = Stopwatch()
         outcomes = check_raw(con, dump, source.files, problems)
         contract_seconds = contract.seconds()
@@ -121,14 +121,14 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: Duck
     "still meets the raw contract and the selection meets its own.",
 )
 def sampled(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> Events:
     source = _source(context, storage)
     started = time.monotonic()
     with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
         staged = staging.path / "selection.parquet"
         reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
-        with duckdb.connect(_spill_dir(storage)) as con:
+        with warehouse.connect(_spill_dir(storage)) as con:
             raw_guard = Stopwatch()
             raw_rechecked = not _raw_passed_in_this_run(context, source)
             if raw_rechecked:
@@ -206,7 +206,7 @@ def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: 
     "only when they meet the bucketed contract.",
 )
 def bucketed(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> Events:
     source = _source(context, storage)
     selection = selection_path(storage.output_root, source.dump)
@@ -218,7 +218,7 @@ def bucketed(
     started = time.monotonic()
     with staged_publication(storage.output_root, f"bucketed-{source.dump}") as staging:
         reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
-        with duckdb.connect(_spill_dir(storage)) as con:
+        with warehouse.connect(_spill_dir(storage)) as con:
             with naming_unreadable_files(con, source.dump, "bucketed", source.paths):
                 folders = write_buckets(con, source.paths, selection, staging.path / "out", reporter)
             written = bucket_stats(con, folders)

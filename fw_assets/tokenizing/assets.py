@@ -12,7 +12,7 @@ from fw_assets.lib.manifest import describe
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.sql import sql_fingerprint
-from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
@@ -50,7 +50,7 @@ CODE_VERSION = (
 def tokenized(
     context: dg.AssetExecutionContext,
     storage: FineWebStorage,
-    duckdb: DuckDBResource,
+    warehouse: DuckDBSteps,
     tokenizer: TokenizerResource,
 ) -> dg.MaterializeResult:
     dump = context.partition_key
@@ -68,7 +68,7 @@ def tokenized(
             f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
         )
         progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
-        with ParallelEncoder(spec, workers) as encoder, duckdb.connect(staging.path) as con:
+        with ParallelEncoder(spec, workers) as encoder, warehouse.connect(staging.path) as con:
             # scratch files stay inside staging: never published, deleted with it whatever happens
             written = tokenize_buckets(
                 con, buckets, encoder, token_dtype, batch_rows, progress, context.log.info, dump,
