@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.data import DataSpec, dump_files, quiet_duckdb
 from fw_assets.bucketing.steps import selection_counts, write_selection
+from fw_assets.layout import bucket_dump_dir, source_dump_dir
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.sql import sql_fingerprint
 from fw_assets.policy import SEED_POLICY
@@ -121,10 +122,10 @@ def published_merged(work: Path, spec: DataSpec, source_root: Path, dumps: tuple
     if completed.returncode != 0:
         raise RuntimeError(f"preparing {name} failed:\n{completed.stderr[-3000:]}")
     for folder in (scratch / "buckets" / name).glob("bucket=*"):
-        target = output / "en" / folder.name.removeprefix("bucket=") / name
+        target = bucket_dump_dir(output, folder.name.removeprefix("bucket="), name)
         target.parent.mkdir(parents=True, exist_ok=True)
         folder.rename(target)
     shutil.rmtree(scratch)
-    (source / "data" / name).mkdir(parents=True)
+    source_dump_dir(source, name).mkdir(parents=True)
     marker.touch()
     return source, output

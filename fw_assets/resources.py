@@ -15,7 +15,8 @@ from fw_assets import settings
 
 
 class FineWebStorage(dg.ConfigurableResource):
-    """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`)."""
+    """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`);
+    fw_assets.layout spells every path under them."""
 
     source_dir: str = Field(description="Root of the fineweb-edu snapshot; holds data/<dump>/.")
     output_dir: str = Field(description="Root of the outputs: en/, tokenized/, selection/.")
@@ -27,9 +28,6 @@ class FineWebStorage(dg.ConfigurableResource):
     @property
     def output_root(self) -> Path:
         return Path(self.output_dir)
-
-    def dump_dir(self, dump: str) -> Path:
-        return self.source_root / "data" / dump
 
     @classmethod
     def from_environment(cls) -> "FineWebStorage":

@@ -10,7 +10,7 @@ import yaml
 
 from fw_assets import settings
 from fw_assets.automation.sensors import FINGERPRINT_TAG
-from fw_assets.bucketing.layout import bucket_dump_dirs, selection_path
+from fw_assets.layout import bucket_dump_dirs, selection_path
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 from fw_assets.partitions import known_dumps

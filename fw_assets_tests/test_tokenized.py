@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.bucketing.assets import POLICY
-from fw_assets.bucketing.layout import bucket_dump_dir, bucketed_files
+from fw_assets.layout import bucket_dump_dir, bucketed_files
 from fw_assets.lib.manifest import describe
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
@@ -23,7 +23,7 @@ from fw_assets.tokenizing.assets import tokenized
 from fw_assets.tokenizing.doc_index import read_document_index
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
-from fw_assets.tokenizing.layout import token_files, token_prefix
+from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets

@@ -21,6 +21,7 @@ import dagster as dg
 from fw_assets import settings
 from fw_assets.bucketing.assets import raw
 from fw_assets.jobs import dump_chain_job
+from fw_assets.layout import source_data_dir
 from fw_assets.lib.dump_files import DumpFolderState, readiness, scan_dump_folder
 from fw_assets.partitions import dump_folders, dump_partitions
 from fw_assets.resources import FineWebStorage
@@ -59,7 +60,7 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
     folders = dump_folders(storage.source_root)
     if not folders:
         return dg.SensorResult(
-            skip_reason=f"No dump folders (CC-MAIN-YYYY-WW) under {storage.source_root / 'data'}.",
+            skip_reason=f"No dump folders (CC-MAIN-YYYY-WW) under {source_data_dir(storage.source_root)}.",
             cursor=context.cursor,
         )
     settle = settings.sensor_settle_seconds()

@@ -2,7 +2,6 @@
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import dagster as dg
 
@@ -15,13 +14,13 @@ from fw_assets.bucketing.checks import (
     report,
 )
 from fw_assets.bucketing.inputs import DumpSource, find_dump_source, read_dump_source
-from fw_assets.bucketing.layout import bucket_dump_dirs, selection_path
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.bucketing.steps import bucket_stats, selection_counts, write_buckets, write_selection
 from fw_assets.contracts.bucketed import check_bucketed
 from fw_assets.contracts.raw import check_raw
 from fw_assets.contracts.selection import check_selection
+from fw_assets.layout import bucket_dump_dirs, selection_path, source_dump_dir, spill_dir
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.sql import load_sql, sql_fingerprint
@@ -58,11 +57,7 @@ PER_DUMP = dict(
 
 def _source(context: dg.AssetExecutionContext, storage: FineWebStorage) -> DumpSource:
     dump = context.partition_key
-    return read_dump_source(dump, storage.dump_dir(dump))
-
-
-def _spill_dir(storage: FineWebStorage) -> Path:
-    return storage.output_root / ".staging" / "duckdb-spill"
+    return read_dump_source(dump, source_dump_dir(storage.source_root, dump))
 
 
 class Stopwatch:
@@ -86,8 +81,8 @@ class Stopwatch:
 )
 def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps) -> Events:
     dump = context.partition_key
-    source, problems = find_dump_source(dump, storage.dump_dir(dump))
-    with warehouse.connect(_spill_dir(storage)) as con:
+    source, problems = find_dump_source(dump, source_dump_dir(storage.source_root, dump))
+    with warehouse.connect(spill_dir(storage.output_root)) as con:
         contract = Stopwatch()
         outcomes = check_raw(con, dump, source.files, problems)
         contract_seconds = contract.seconds()
@@ -128,7 +123,7 @@ def sampled(
     with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
         staged = staging.path / "selection.parquet"
         reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
-        with warehouse.connect(_spill_dir(storage)) as con:
+        with warehouse.connect(spill_dir(storage.output_root)) as con:
             raw_guard = Stopwatch()
             raw_rechecked = not _raw_passed_in_this_run(context, source)
             if raw_rechecked:
@@ -218,7 +213,7 @@ def bucketed(
     started = time.monotonic()
     with staged_publication(storage.output_root, f"bucketed-{source.dump}") as staging:
         reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
-        with warehouse.connect(_spill_dir(storage)) as con:
+        with warehouse.connect(spill_dir(storage.output_root)) as con:
             with naming_unreadable_files(con, source.dump, "bucketed", source.paths):
                 folders = write_buckets(con, source.paths, selection, staging.path / "out", reporter)
             written = bucket_stats(con, folders)

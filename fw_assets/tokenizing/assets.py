@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.assets import PER_DUMP, POLICY, bucketed
-from fw_assets.bucketing.layout import bucketed_files
+from fw_assets.layout import bucket_dump_dir, bucketed_files, token_files, token_prefix, tokenizer_dir
 from fw_assets.lib.manifest import describe
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import staged_publication
@@ -15,7 +15,6 @@ from fw_assets.lib.sql import sql_fingerprint
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
-from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import BucketInput, BucketTokens, tokenize_buckets
@@ -87,10 +86,11 @@ def tokenized(
 def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
     """The dump's buckets that hold documents (counted from the published files' footers), each
     with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
-    files = bucketed_files(storage.output_root, dump, POLICY)
+    root = storage.output_root
+    files = bucketed_files(root, dump, POLICY)
     if not any(files.values()):
         raise dg.Failure(
-            f"Dump {dump}: no bucketed parquet under {storage.output_root / 'en'}/<bucket>/{dump}/ "
+            f"Dump {dump}: no bucketed parquet under {bucket_dump_dir(root, '<bucket>', dump)}/ "
             "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
         )
     buckets = []

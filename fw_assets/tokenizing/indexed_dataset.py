@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fw_assets.layout import bin_path, idx_path
 from fw_assets.lib.writers import KeepOnSuccess
 
 INDEX_MAGIC = b"MMIDIDX\x00\x00"
@@ -41,16 +42,6 @@ _INDEX_WRITE_CHUNK = 1 << 20
 def optimal_token_dtype(vocab_size: int) -> np.dtype:
     """The token dtype Megatron picks for a vocabulary (`DType.optimal_dtype`)."""
     return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
-
-
-def bin_path(prefix: Path) -> Path:
-    """`<prefix>.bin` (appended, not a suffix swap: prefixes like `CC-MAIN-2024-10` or `2.8/x`)."""
-    return Path(f"{prefix}.bin")
-
-
-def idx_path(prefix: Path) -> Path:
-    """`<prefix>.idx`."""
-    return Path(f"{prefix}.idx")
 
 
 class IndexedDatasetWriter(KeepOnSuccess):

@@ -25,7 +25,7 @@ from fw_assets.lib.sql import load_sql
 from fw_assets.tokenizing.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import IndexedDatasetWriter, as_token_dtype
-from fw_assets.tokenizing.layout import token_files
+from fw_assets.layout import token_files
 from fw_assets.tokenizing.progress import TokenProgress
 
 # A scratch keys row: where one document's tokens lie in the bucket's scratch token file.
