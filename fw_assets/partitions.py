@@ -44,3 +44,11 @@ def build_dump_partitions(source_root: Path) -> dg.StaticPartitionsDefinition:
 
 
 dump_partitions = build_dump_partitions(settings.source_dir())
+
+# What every per-dump asset shares: the dump partitions, one run per dump holding the whole chain
+# (jobs.py), and the group that job selects.
+PER_DUMP = dict(
+    partitions_def=dump_partitions,
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+    group_name="fineweb_edu",
+)

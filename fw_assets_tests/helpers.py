@@ -7,7 +7,9 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.bucketing.assets import bucketed, raw, sampled
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed]

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from fw_assets.bucketing.assets import bucketed, sampled
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.sampled import sampled
 from fw_assets.layout import bucketed_files, selection_path
 from fw_assets.contracts import rules
 from fw_assets.contracts.bucketed import check_bucketed

