@@ -115,6 +115,7 @@ CLI_COMMANDS = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("cli", sorted(CLI_COMMANDS))
 def test_cli_materializes_a_dump_from_the_repo_root(cli, sample_source, tmp_path, dagster_home):
     dump = SAMPLE_DUMPS[1]

@@ -76,6 +76,7 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 def test_killing_a_run_while_it_writes_keeps_the_previous_output(tmp_path, dagster_home):
     dump = "CC-MAIN-2014-10"
     source, output = tmp_path / "source", tmp_path / "out"

@@ -78,11 +78,14 @@ def layer(module: str) -> int:
 
 
 def statements_named(module: str) -> set[str]:
-    """The `sql/*.sql` statements a module names (as `load_sql("x")`, `fetch_tallies(con, "x")`…)."""
+    """The `sql/*.sql` statements a module runs: named in a call (`load_sql("x")`,
+    `fetch_tallies(con, "x", …)`), whatever the helper."""
     return {
-        node.value
+        argument.value
         for node in ast.walk(tree(module))
-        if isinstance(node, ast.Constant) and node.value in STATEMENTS
+        if isinstance(node, ast.Call)
+        for argument in node.args
+        if isinstance(argument, ast.Constant) and argument.value in STATEMENTS
     }
 
 

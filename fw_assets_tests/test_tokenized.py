@@ -357,6 +357,7 @@ def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
     assert not (tmp_path / "tokenized").exists()
 
 
+@pytest.mark.e2e
 def test_workers_import_no_dagster():
     """Every worker process imports the encoder; Dagster would add ~1 s to each one's start."""
     code = (

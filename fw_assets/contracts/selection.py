@@ -135,11 +135,11 @@ def ratio_outcome(tallies: dict[str | None, dict], policy: SamplingPolicy) -> Ch
 def reconciliation_outcome(tallies: dict[str | None, dict], source_rows: int) -> CheckOutcome:
     violations = []
     for bucket, tally in tallies.items():
-        undecided = tally["rows_in"] - tally["kept"] - tally["dropped"]
+        undecided = tally[rules.KEEP_NULL.name]
         if undecided:
             problem = f"{count_rows(undecided)} in {_label(bucket)} {rules.KEEP_NULL.problem}"
             violations.append(Violation(rules.KEEP_NULL.name, "keep", undecided, problem))
-    below = tallies.get(None, {}).get("kept", 0)
+    below = sum(t[rules.KEPT_BELOW_BUCKETS.name] for t in tallies.values())
     if below:
         problem = f"{count_rows(below)} {rules.KEPT_BELOW_BUCKETS.problem}"
         violations.append(Violation(rules.KEPT_BELOW_BUCKETS.name, "keep", below, problem))

@@ -85,10 +85,11 @@ def duplicate_id_violations(
         for e in tally["examples"]
     )
     problem = (
-        f"{count_rows(tally['rows'])} {rules.ID_DUPLICATE.states(dump)} "
+        f"{count_rows(tally[rules.ID_DUPLICATE.name])} {rules.ID_DUPLICATE.states(dump)} "
         f"({tally['ids']:,} distinct ids)"
     )
-    return [Violation(rules.ID_DUPLICATE.name, "id", tally["rows"], problem, None, examples)]
+    rows = tally[rules.ID_DUPLICATE.name]
+    return [Violation(rules.ID_DUPLICATE.name, "id", rows, problem, None, examples)]
 
 
 def text_null_violations(
