@@ -52,6 +52,11 @@ def default_memory_limit() -> str:
     return f"{default_memory_limit_bytes() // 2**20}MiB"
 
 
+# An asset whose step runs DuckDB on every core: its steps share the `duckdb` pool, which
+# dagster.yaml limits to one step at a time across runs.
+DUCKDB_STEP = dict(pool="duckdb", kinds={"duckdb", "parquet"})
+
+
 class DuckDBSteps(dg.ConfigurableResource):
     """One in-memory DuckDB connection per step, always closed; nothing shared between runs."""
 

@@ -10,14 +10,14 @@ from fw_assets.bucketing.sampled import sampled
 from fw_assets.bucketing.steps import STEPS_SQL, bucket_stats, write_buckets
 from fw_assets.contracts import bucketed as bucketed_contract
 from fw_assets.contracts.bucketed import check_bucketed
-from fw_assets.layout import bucket_dump_dirs, selection_path, source_dump_dir, spill_dir
+from fw_assets.layout import bucket_dump_dirs, selection_path, spill_dir
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 SQL = (*STEPS_SQL, *bucketed_contract.CONTRACT_SQL)
@@ -27,9 +27,8 @@ MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
 @dg.asset(
     **PER_DUMP,
     deps=[sampled],
-    pool="duckdb",
+    **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, policy=SEED_POLICY),
-    kinds={"duckdb", "parquet"},
     check_specs=BUCKETED_CHECK_SPECS,
     description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/, "
     "only when they meet the bucketed contract.",
@@ -37,8 +36,7 @@ MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
 def bucketed(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> Events:
-    dump = context.partition_key
-    source = read_dump_source(dump, source_dump_dir(storage.source_root, dump))
+    source = read_dump_source(context.partition_key, storage.source_root)
     selection = selection_path(storage.output_root, source.dump)
     if not selection.is_file():
         raise dg.Failure(

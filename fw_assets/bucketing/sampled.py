@@ -12,7 +12,7 @@ from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts import selection as selection_contract
 from fw_assets.contracts.raw import check_raw
 from fw_assets.contracts.selection import check_selection
-from fw_assets.layout import selection_path, source_dump_dir, spill_dir
+from fw_assets.layout import selection_path, spill_dir
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
@@ -20,7 +20,7 @@ from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 # It re-checks the raw contract when `raw` did not pass in the same run.
@@ -35,9 +35,8 @@ MODULES = (
 @dg.asset(
     **PER_DUMP,
     deps=[raw],
-    pool="duckdb",
+    **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, policy=SEED_POLICY),
-    kinds={"duckdb", "parquet"},
     check_specs=SAMPLED_CHECK_SPECS,
     description="Every row's bucket and keep/drop decision by the sampler of record "
     "(md5 of seed, id and bucket bounds). Compact: no text. Published only when the source "
@@ -46,8 +45,7 @@ MODULES = (
 def sampled(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> Events:
-    dump = context.partition_key
-    source = read_dump_source(dump, source_dump_dir(storage.source_root, dump))
+    source = read_dump_source(context.partition_key, storage.source_root)
     started = time.monotonic()
     with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
         staged = staging.path / "selection.parquet"
