@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from fw_assets.sample.generator import write_sample_dumps
+from fw_assets.layout import planted_truth_path
+from fw_assets.synthetic.generator import write_sample_dumps
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
 PARAGRAPH_SHARE = 0.05  # short pages sharing a boilerplate paragraph: the trap for unverified LSH
@@ -26,7 +27,7 @@ def planted_pairs(root: Path, dumps: Sequence[str]) -> list[tuple[str, str]]:
     """Every pair of ids (over all `dumps`) that copy the same template."""
     by_template: dict[int, list[str]] = {}
     for dump in dumps:
-        truth = pq.read_table(root / "planted" / f"{dump}.parquet").to_pydict()
+        truth = pq.read_table(planted_truth_path(root, dump)).to_pydict()
         for doc, template in zip(truth["id"], truth["template"]):
             by_template.setdefault(template, []).append(doc)
     return [pair for ids in by_template.values() for pair in itertools.combinations(sorted(ids), 2)]

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from fw_assets.dedup.shingles import shingles
-from fw_assets.sample.generator import sample_table
+from fw_assets.synthetic.generator import sample_table
 
 PERMUTATIONS = 112
 NGRAM = 5

@@ -16,7 +16,7 @@ from fw_assets.dedup.decide import decide_dump
 from fw_assets.dedup.explain import explain
 from fw_assets.dedup.minhash_file import MinhashFileError, write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
-from fw_assets.sample.generator import write_sample_dumps
+from fw_assets.synthetic.generator import write_sample_dumps
 
 ROWS = 2_000  # per dump: the rows `python -m bench.dedup_quality` measured datatrove on
 # `python -m bench.dedup_quality --root DIR` (datatrove 0.10.1's four MinHash stages, defaults,

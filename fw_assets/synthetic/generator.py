@@ -30,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fw_assets.layout import planted_truth_path, source_dump_dir
+
 DEFAULT_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 DEFAULT_ROWS = 5_000
 ROW_GROUP_SIZE = 1_000  # like `datasets.push_to_hub`
@@ -159,7 +161,7 @@ def write_sample_dump(
             f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and shares in "
             f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, {twin_share=}, {paragraph_share=})"
         )
-    folder = Path(root) / "data" / dump
+    folder = source_dump_dir(Path(root), dump)
     folder.mkdir(parents=True, exist_ok=True)
     paths, planted = [], []
 
@@ -178,7 +180,7 @@ def write_sample_dump(
         paths.append(path)
     for stale in set(folder.glob("train-*-of-*.parquet")) - set(paths):
         stale.unlink()
-    truth = Path(root) / "planted" / f"{dump}.parquet"
+    truth = planted_truth_path(Path(root), dump)
     truth.parent.mkdir(exist_ok=True)
     _write_parquet_atomically(truth, planted, PLANTED_SCHEMA)
     return paths

@@ -1,4 +1,4 @@
-"""Tests of the FineWeb-Edu-shaped sample generator (fw_assets.sample)."""
+"""Tests of the FineWeb-Edu-shaped sample generator (fw_assets.synthetic)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.sample import (
+from fw_assets.layout import planted_truth_path
+from fw_assets.synthetic import (
     SCHEMA,
     sample_scores,
     sample_table,
     write_sample_dump,
     write_sample_dumps,
 )
-from fw_assets.sample.__main__ import main
-from fw_assets.sample.generator import _write_parquet_atomically, planted_templates
+from fw_assets.synthetic.__main__ import main
+from fw_assets.synthetic.generator import _write_parquet_atomically, planted_templates
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 ROWS = 6_000  # per dump
@@ -143,7 +144,7 @@ def test_planted_near_duplicates_across_and_within_dumps_and_their_ground_truth(
     root, _ = sample
     copies: dict[int, list[str]] = {}  # template -> texts of its copies, over both dumps
     for dump in DUMPS:
-        truth = pq.read_table(root / "planted" / f"{dump}.parquet").to_pydict()
+        truth = pq.read_table(planted_truth_path(root, dump)).to_pydict()
         assert 0.05 <= len(truth["id"]) / ROWS <= 0.07  # default 5% across dumps + 1% twins
         text = dict(zip(tables[dump]["id"].to_pylist(), tables[dump]["text"].to_pylist()))
         for doc, template in zip(truth["id"], truth["template"]):
