@@ -4,8 +4,8 @@
 
 Each candidate turns the same FineWeb-Edu-shaped documents into 112 hashes per document from
 word 5-grams (14 bands x 8 rows). CPU seconds are the process's (all threads), best of the
-repeats. datatrove, datasketch, rensa and numba come from the bench extra; a missing one is
-reported as such.
+repeats. datatrove (with spacy), datasketch and rensa come from the bench extra; a missing one
+is reported as such.
 """
 
 import argparse
@@ -15,11 +15,13 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
+from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.dedup.shingles import shingles
+from fw_assets.dedup.signatures import band_keys, minhash, permutations
 from fw_assets.synthetic.generator import sample_table
 
-PERMUTATIONS = 112
-NGRAM = 5
+PERMUTATIONS = MINHASH_POLICY.permutations
+NGRAM = MINHASH_POLICY.ngram
 
 
 def datatrove_signatures(texts: list[str]) -> None:
@@ -56,12 +58,10 @@ def vectorised_shingles(texts: pa.Array) -> None:
 
 
 def numpy_signatures(texts: pa.Array) -> None:
+    """The same permutations as fw_assets, one numpy pass per permutation."""
     s = shingles(texts, NGRAM)
-    rng = np.random.default_rng(1)
-    a = rng.integers(1, 2**63, PERMUTATIONS, dtype=np.uint64) | np.uint64(1)
-    b = rng.integers(0, 2**63, PERMUTATIONS, dtype=np.uint64)
-    nonempty = s.counts() > 0
-    starts = s.offsets[:-1][nonempty]
+    a, b = permutations(MINHASH_POLICY)
+    starts = s.offsets[:-1][s.counts() > 0]
     for p in range(PERMUTATIONS):
         np.minimum.reduceat(s.hashes * a[p] + b[p], starts)
 
@@ -76,37 +76,9 @@ def rensa_signatures(texts: pa.Array) -> None:
     matrix.to_rows()
 
 
-def numba_signatures(texts: pa.Array) -> None:
-    s = shingles(texts, NGRAM)
-    rng = np.random.default_rng(1)
-    a = rng.integers(1, 2**63, PERMUTATIONS, dtype=np.uint64) | np.uint64(1)
-    b = rng.integers(0, 2**63, PERMUTATIONS, dtype=np.uint64)
-    _numba_kernel()(s.hashes, s.offsets, a, b)
-
-
-_KERNEL = []
-
-
-def _numba_kernel() -> Callable:
-    if not _KERNEL:
-        import numba
-
-        @numba.njit(cache=False)
-        def kernel(hashes, offsets, a, b):
-            out = np.full((len(offsets) - 1, len(a)), np.uint64(2**64 - 1), np.uint64)
-            for d in range(len(offsets) - 1):
-                row = out[d]
-                for i in range(offsets[d], offsets[d + 1]):
-                    x = hashes[i]
-                    for p in range(len(a)):
-                        v = x * a[p] + b[p]
-                        if v < row[p]:
-                            row[p] = v
-            return out
-
-        kernel(np.zeros(1, np.uint64), np.array([0, 1]), np.ones(2, np.uint64), np.ones(2, np.uint64))
-        _KERNEL.append(kernel)
-    return _KERNEL[0]
+def fw_assets_signatures(texts: pa.Array) -> None:
+    """What write_minhash_file computes: shingles, the numba MinHash kernel, band keys."""
+    band_keys(minhash(shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
 
 
 CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Arrow array)
@@ -115,7 +87,7 @@ CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Ar
     "datasketch MinHash.update_batch": (datasketch_signatures, False),
     "vectorised shingling alone (Arrow + numpy)": (vectorised_shingles, True),
     "vectorised shingling + numpy MinHash": (numpy_signatures, True),
-    "vectorised shingling + numba MinHash (64-bit)": (numba_signatures, True),
+    "vectorised shingling + numba MinHash (64-bit) + band keys: fw_assets": (fw_assets_signatures, True),
     "vectorised shingling + rensa batch (R-MinHash, 32-bit)": (rensa_signatures, True),
 }
 

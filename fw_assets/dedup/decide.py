@@ -17,10 +17,10 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file
 from fw_assets.dedup.policy import MinhashPolicy, Scope
+from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signatures import estimated_jaccard
 from fw_assets.lib.sql import load_sql
 
@@ -187,16 +187,5 @@ def _drop(doc: str, duplicate_of: str, duplicate_of_dump: str, similarity: float
 
 
 def _write_decisions(decisions: duckdb.DuckDBPyRelation, output: Path, dump: str, policy: MinhashPolicy) -> None:
-    """Write in row groups of fixed size, so the bytes do not depend on how DuckDB chunked the result."""
     schema = DECISION_SCHEMA.with_metadata({POLICY_KEY: policy.fingerprint().encode(), DUMP_KEY: dump.encode()})
-    pending: list[pa.RecordBatch] = []
-    with pq.ParquetWriter(output, schema, compression="zstd") as writer:
-        for batch in decisions.to_arrow_reader(ROW_GROUP_ROWS):
-            pending.append(batch.cast(schema))
-            table = pa.Table.from_batches(pending, schema)
-            full = table.num_rows // ROW_GROUP_ROWS * ROW_GROUP_ROWS
-            if full:
-                writer.write_table(table.slice(0, full), row_group_size=ROW_GROUP_ROWS)
-                pending = table.slice(full).to_batches()
-        if pending:
-            writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=ROW_GROUP_ROWS)
+    write_in_row_groups(output, schema, decisions.to_arrow_reader(ROW_GROUP_ROWS), ROW_GROUP_ROWS)

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.dedup.policy import MinhashPolicy
+from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.shingles import shingles
 from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
 
@@ -68,12 +69,16 @@ def write_minhash_file(
         bucket, rows = batch
         return _signed_batch(bucket, rows, policy, a, b, schema)
 
-    documents = without = 0
-    with pq.ParquetWriter(output, schema, compression="zstd") as writer:
-        for signed in _ordered_map(sign, _batches(sources, batch_rows), threads):
-            writer.write_batch(signed, row_group_size=ROW_GROUP_ROWS)
-            documents += signed.num_rows
-            without += signed.column("band_keys").null_count
+    without = 0
+
+    def counted(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        nonlocal without
+        for batch in batches:
+            without += batch.column("band_keys").null_count
+            yield batch
+
+    signed = _ordered_map(sign, _batches(sources, batch_rows), threads)
+    documents = write_in_row_groups(output, schema, counted(signed), ROW_GROUP_ROWS)
     return MinhashSummary(documents, without)
 
 
