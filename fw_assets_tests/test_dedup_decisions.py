@@ -165,12 +165,24 @@ def test_same_bytes_at_one_and_two_threads(root, minhash, decisions, tmp_path):
         assert redone[dump].read_bytes() == decisions[dump].read_bytes()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "other_policy"])
+def damaged_band_keys(source: Path, target: Path) -> Path:
+    """A copy of a minhash file whose footer is intact but whose first band-key pages are garbage."""
+    data = bytearray(source.read_bytes())
+    chunk = pq.read_metadata(source).row_group(0).column(3)  # band_keys.list.element
+    start = chunk.data_page_offset + 64
+    data[start : start + 256] = bytes(range(256))
+    target.write_bytes(bytes(data))
+    return target
+
+
+@pytest.mark.parametrize("damage", ["truncated", "pages", "other_policy"])
 def test_a_bad_earlier_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage):
     files = dict(minhash)
     bad = tmp_path / f"{DUMPS[0]}.parquet"
     if damage == "truncated":
         bad.write_bytes(minhash[DUMPS[0]].read_bytes()[:-100])
+    elif damage == "pages":
+        damaged_band_keys(minhash[DUMPS[0]], bad)
     else:
         bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[DUMPS[0]]
     files[DUMPS[0]] = bad
