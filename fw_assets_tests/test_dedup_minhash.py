@@ -57,11 +57,13 @@ def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
 def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(tmp_path):
     write_bucketed(tmp_path / "in.parquet", [BASE])
     write_minhash_file([("3.0", tmp_path / "in.parquet")], tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
-    assert check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY) == DUMP
+    check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, DUMP)
     # Decision settings do not change signatures: files stay usable.
-    assert check_minhash_file(tmp_path / "m.parquet", MinhashPolicy(verify_threshold=0.8, scope="within_dump")) == DUMP
+    check_minhash_file(tmp_path / "m.parquet", MinhashPolicy(verify_threshold=0.8, scope="within_dump"), DUMP)
     for other in (MinhashPolicy(bands=14, rows=8), MinhashPolicy(ngram=4), MinhashPolicy(seed=5)):
         with pytest.raises(MinhashFileError, match="written with MinHash policy"):
-            check_minhash_file(tmp_path / "m.parquet", other)
+            check_minhash_file(tmp_path / "m.parquet", other, DUMP)
+    with pytest.raises(MinhashFileError, match="holds the minhash of 'CC-MAIN-2013-20', expected 'CC-MAIN-2013-48'"):
+        check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, "CC-MAIN-2013-48")
     assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()
     assert MinhashPolicy(scope="off").fingerprint() != MINHASH_POLICY.fingerprint()

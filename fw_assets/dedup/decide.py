@@ -71,12 +71,12 @@ def decide_dump(
 ) -> DecisionSummary:
     """Write one decision per document of `dump` to `output`; `earlier` is (dump, minhash file)
     of every earlier dump that has one, in any order."""
-    check_minhash_file(minhash_path, policy)
+    check_minhash_file(minhash_path, policy, dump)
     earlier = sorted(earlier) if policy.scope is Scope.ACROSS_DUMPS else []
     for earlier_dump, path in earlier:
         if earlier_dump >= dump:
             raise ValueError(f"{path}: dump {earlier_dump} is not earlier than {dump}")
-        check_minhash_file(path, policy)
+        check_minhash_file(path, policy, earlier_dump)
     con.execute(load_sql("dedup_current_documents"), {"path": str(minhash_path)})
     con.execute(load_sql("dedup_current_keys"))
     edges = []

@@ -127,8 +127,8 @@ def _ordered_map(function: Callable, items: Iterable, threads: int) -> Iterator:
             yield future.result()
 
 
-def check_minhash_file(path: Path, policy: MinhashPolicy) -> str:
-    """The dump a usable minhash file holds; MinhashFileError naming the file otherwise."""
+def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
+    """MinhashFileError naming the file unless it is a readable minhash file of `dump` under `policy`."""
     try:
         metadata = pq.read_schema(path).metadata or {}
         schema = pq.read_schema(path).remove_metadata()
@@ -143,4 +143,6 @@ def check_minhash_file(path: Path, policy: MinhashPolicy) -> str:
             f"{path}: written with MinHash policy {found}, this run uses {policy.signature_fingerprint()};"
             " re-materialize its dump's minhash with the current policy"
         )
-    return metadata.get(DUMP_KEY, b"").decode()
+    found_dump = metadata.get(DUMP_KEY, b"").decode()
+    if found_dump != dump:
+        raise MinhashFileError(f"{path}: holds the minhash of {found_dump!r}, expected {dump!r}")
