@@ -10,17 +10,16 @@ WITH earlier_keys AS (
     WHERE band_keys IS NOT NULL
 ),
 pairs AS (
-    SELECT k.id, e.id AS other, min(k.band) AS band
+    SELECT DISTINCT k.id, e.id AS other
     FROM current_keys AS k
     JOIN earlier_keys AS e USING (key)
-    GROUP BY k.id, e.id
 ),
 earlier_signatures AS (
     SELECT id AS other, signature AS other_signature
     FROM read_parquet($path)
     WHERE id IN (SELECT other FROM pairs)
 )
-SELECT p.id, p.other, p.band, d.signature, s.other_signature
+SELECT p.id, p.other, d.signature, s.other_signature
 FROM pairs AS p
 JOIN current_documents AS d USING (id)
 JOIN earlier_signatures AS s USING (other);

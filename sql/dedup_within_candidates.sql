@@ -9,13 +9,12 @@ WITH anchors AS (
     HAVING count(*) > 1
 ),
 pairs AS (
-    SELECT k.id, a.anchor AS other, min(k.band) AS band
+    SELECT DISTINCT k.id, a.anchor AS other
     FROM current_keys AS k
     JOIN anchors AS a USING (key)
     WHERE k.id <> a.anchor
-    GROUP BY k.id, a.anchor
 )
-SELECT p.id, p.other, p.band, d.signature, o.signature AS other_signature
+SELECT p.id, p.other, d.signature, o.signature AS other_signature
 FROM pairs AS p
 JOIN current_documents AS d ON d.id = p.id
 JOIN current_documents AS o ON o.id = p.other;

@@ -7,7 +7,8 @@ processed in nor on the thread count:
 2. A cluster is dropped whole if any member matches a document of an earlier dump. A member with
    its own earlier match points at its best (highest similarity; ties: earliest dump, then least
    id); the others point at the best match of their cluster.
-3. Otherwise the cluster keeps its highest-scoring document (ties: least id); the others point at it.
+3. Otherwise the cluster keeps its highest-scoring document (ties: least id); the others point
+   at it.
 """
 
 from collections.abc import Iterator, Sequence
@@ -34,7 +35,9 @@ DECISION_SCHEMA = pa.schema(
         ("similarity", pa.float64()),
     ]
 )
-DROP_SCHEMA = pa.schema([DECISION_SCHEMA.field(c) for c in ("id", "duplicate_of", "duplicate_of_dump", "similarity")])
+DROP_SCHEMA = pa.schema(
+    [DECISION_SCHEMA.field(c) for c in ("id", "duplicate_of", "duplicate_of_dump", "similarity")]
+)
 POLICY_KEY = b"fw_assets.dedup.fingerprint"
 DUMP_KEY = b"fw_assets.dedup.dump"
 ROW_GROUP_ROWS = 65_536
@@ -42,7 +45,7 @@ ROW_GROUP_ROWS = 65_536
 
 @dataclass(frozen=True)
 class Match:
-    """A verified pair: `other` (in dump `dump`, position `rank` in crawl order) and its similarity."""
+    """A verified earlier document: `other` of `dump` (`rank` in crawl order), its similarity."""
 
     other: str
     dump: str
@@ -51,6 +54,7 @@ class Match:
     signature: bytes
 
     def order(self) -> tuple:
+        """Best first: highest similarity, then earliest dump, then least id."""
         return (-self.similarity, self.rank, self.other)
 
 
@@ -93,34 +97,43 @@ def decide_dump(
 
 
 def _signatures(column: pa.Array, policy: MinhashPolicy) -> np.ndarray:
-    """A column of b-bit signatures (DuckDB hands them over as BLOBs) as a (rows, permutations) matrix."""
+    """b-bit signatures (DuckDB hands them over as BLOBs) as a (rows, permutations) matrix."""
     column = column.cast(pa.binary(policy.permutations * policy.signature_bits // 8))
     values = np.frombuffer(column.buffers()[1], np.dtype(f"<u{policy.signature_bits // 8}"))
     return values.reshape(-1, policy.permutations)[column.offset : column.offset + len(column)]
 
 
+def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
+    dtype = np.dtype(f"<u{policy.signature_bits // 8}")
+    pair = np.frombuffer(a, dtype), np.frombuffer(b, dtype)
+    return float(estimated_jaccard(*pair, policy.signature_bits))
+
+
 def _verified(candidates: duckdb.DuckDBPyRelation, policy: MinhashPolicy) -> Iterator[tuple]:
-    """(id, other, band, similarity, other's signature) of every pair that passes verification."""
+    """(id, other, similarity, other's signature) of each candidate pair passing verification."""
     for batch in candidates.to_arrow_reader(ROW_GROUP_ROWS):
         own, other = (_signatures(batch.column(c), policy) for c in ("signature", "other_signature"))
         similarity = estimated_jaccard(own, other, policy.signature_bits)
-        passed = pa.array(np.flatnonzero(similarity >= policy.verify_threshold))
-        columns = [batch.column(c).take(passed).to_pylist() for c in ("id", "other", "band", "other_signature")]
-        ids, others, bands, signatures = columns
-        yield from zip(ids, others, bands, similarity[passed.to_numpy()].tolist(), signatures)
+        passed = np.flatnonzero(similarity >= policy.verify_threshold)
+        ids, others, signatures = (
+            batch.column(c).take(passed).to_pylist() for c in ("id", "other", "other_signature")
+        )
+        yield from zip(ids, others, similarity[passed].tolist(), signatures)
 
 
 def _best_earlier_matches(
     con: duckdb.DuckDBPyConnection, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
 ) -> dict[str, Match]:
-    """Each document's best verified match in the earlier dumps, folded one earlier file at a time."""
+    """Each document's best verified match in the earlier dumps, one earlier file at a time."""
     best: dict[str, Match] = {}
     for rank, (earlier_dump, path) in enumerate(earlier):
+        candidates = con.sql(load_sql("dedup_earlier_candidates"), params={"path": str(path)})
         try:
-            pairs = list(_verified(con.sql(load_sql("dedup_earlier_candidates"), params={"path": str(path)}), policy))
+            pairs = list(_verified(candidates, policy))
         except duckdb.Error as error:
-            raise MinhashFileError(f"{path}: unreadable minhash file of {earlier_dump} ({error})") from error
-        for doc, other, _band, similarity, signature in pairs:
+            message = f"{path}: unreadable minhash file of {earlier_dump} ({error})"
+            raise MinhashFileError(message) from error
+        for doc, other, similarity, signature in pairs:
             match = Match(other, earlier_dump, rank, similarity, signature)
             if doc not in best or match.order() < best[doc].order():
                 best[doc] = match
@@ -148,44 +161,54 @@ def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
     return list(components.values())
 
 
+def _involved_documents(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, tuple]:
+    """(score, signature) of the documents with a verified duplicate."""
+    con.register("involved", pa.table({"id": pa.array(sorted(ids), pa.string())}))
+    rows = con.sql(load_sql("dedup_involved_documents")).fetchall()
+    con.unregister("involved")
+    return {doc: (score, signature) for doc, score, signature in rows}
+
+
 def _drops(
-    con: duckdb.DuckDBPyConnection, dump: str, edges: Sequence[tuple], best: dict[str, Match], policy: MinhashPolicy
+    con: duckdb.DuckDBPyConnection,
+    dump: str,
+    edges: Sequence[tuple],
+    best: dict[str, Match],
+    policy: MinhashPolicy,
 ) -> list[dict]:
     """A row (id, duplicate_of, duplicate_of_dump, similarity) per dropped document."""
     clusters = _clusters(edges)
     clustered = {x for members in clusters for x in members}
     clusters += [[x] for x in sorted(best) if x not in clustered]
-    involved = pa.table({"id": pa.array(sorted({x for members in clusters for x in members}), pa.string())})
-    con.register("involved", involved)
-    rows = con.sql(load_sql("dedup_involved_documents")).fetchall()
-    con.unregister("involved")
-    score = {doc: s for doc, s, _ in rows}
-    signature = {doc: sig for doc, _, sig in rows}
-
-    def similarity(a: bytes, b: bytes) -> float:
-        dtype = np.dtype(f"<u{policy.signature_bits // 8}")
-        return float(estimated_jaccard(np.frombuffer(a, dtype), np.frombuffer(b, dtype), policy.signature_bits))
-
+    documents = _involved_documents(con, clustered | set(best))
     drops = []
     for members in clusters:
         matched = [best[x] for x in members if x in best]
-        if matched:
+        if matched:  # the earliest crawl wins: the whole cluster goes
             cluster_best = min(matched, key=Match.order)
             for x in members:
-                own = best.get(x)
-                match = own or cluster_best
-                value = own.similarity if own else similarity(signature[x], cluster_best.signature)
+                match = best.get(x, cluster_best)
+                value = _similarity(documents[x][1], match.signature, policy)
                 drops.append(_drop(x, match.other, match.dump, value))
         else:
-            kept = min(members, key=lambda x: (-score[x], x))
-            drops += [_drop(x, kept, dump, similarity(signature[x], signature[kept])) for x in members if x != kept]
+            kept = min(members, key=lambda x: (-documents[x][0], x))
+            for x in members:
+                if x != kept:
+                    value = _similarity(documents[x][1], documents[kept][1], policy)
+                    drops.append(_drop(x, kept, dump, value))
     return drops
 
 
 def _drop(doc: str, duplicate_of: str, duplicate_of_dump: str, similarity: float) -> dict:
-    return {"id": doc, "duplicate_of": duplicate_of, "duplicate_of_dump": duplicate_of_dump, "similarity": similarity}
+    return {
+        "id": doc, "duplicate_of": duplicate_of, "duplicate_of_dump": duplicate_of_dump,
+        "similarity": similarity,
+    }
 
 
-def _write_decisions(decisions: duckdb.DuckDBPyRelation, output: Path, dump: str, policy: MinhashPolicy) -> None:
-    schema = DECISION_SCHEMA.with_metadata({POLICY_KEY: policy.fingerprint().encode(), DUMP_KEY: dump.encode()})
-    write_in_row_groups(output, schema, decisions.to_arrow_reader(ROW_GROUP_ROWS), ROW_GROUP_ROWS)
+def _write_decisions(
+    decisions: duckdb.DuckDBPyRelation, output: Path, dump: str, policy: MinhashPolicy
+) -> None:
+    metadata = {POLICY_KEY: policy.fingerprint().encode(), DUMP_KEY: dump.encode()}
+    batches = decisions.to_arrow_reader(ROW_GROUP_ROWS)
+    write_in_row_groups(output, DECISION_SCHEMA.with_metadata(metadata), batches, ROW_GROUP_ROWS)
