@@ -1,6 +1,7 @@
 """How well a dedup finds the generator's planted near-duplicates, and datatrove's score on them.
 
-    python -m bench.dedup_quality --root DIR [--rows 2000] [--dumps D1 D2 D3] [--seed 0] [--paragraph-share 0.03]
+    python -m bench.dedup_quality --root DIR [--rows 2000] [--dumps D1 D2 D3] [--seed 0]
+        [--paragraph-share 0.05]
 
 Generates the dumps (ground truth in ROOT/planted/), runs datatrove's own four MinHash stages
 (signatures, buckets, cluster, filter; its defaults: word 5-grams, 14 x 8, spaCy words) over all
@@ -55,13 +56,17 @@ def datatrove_kept_ids(root: Path, dumps: Sequence[str], work: Path) -> set[str]
 
     stages = [
         ([reader(), MinhashDedupSignature(str(work / "sigs"), config=config)], 1),
-        ([MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)], config.num_buckets),
+        (
+            [MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)],
+            config.num_buckets,
+        ),
         ([MinhashDedupCluster(str(work / "buckets"), str(work / "remove"), config=config)], 1),
         ([reader(), MinhashDedupFilter(str(work / "remove")), ParquetWriter(str(work / "kept"))], 1),
     ]
     for i, (pipeline, tasks) in enumerate(stages):
         LocalPipelineExecutor(pipeline, tasks=tasks, workers=1, logging_dir=str(work / f"logs{i}")).run()
-    return {doc for path in (work / "kept").glob("*.parquet") for doc in pq.read_table(path)["id"].to_pylist()}
+    kept = pq.read_table(work / "kept")["id"].to_pylist()
+    return set(kept)
 
 
 def main(argv: list[str] | None = None) -> None:

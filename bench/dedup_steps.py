@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> None:
         summary, wall, cpu = timed(
             write_minhash_file, sources, minhash[dump], dump, MINHASH_POLICY, threads=args.threads
         )
-        print(f"| minhash | {dump} | {summary.documents:,} | {wall:.1f} | {cpu:.1f} | {summary.documents / cpu:,.0f} | |")
+        print(
+            f"| minhash | {dump} | {summary.documents:,} | {wall:.1f} | {cpu:.1f} |"
+            f" {summary.documents / cpu:,.0f} | |"
+        )
     con = duckdb.connect(":memory:", config={"threads": args.threads})
     for k, dump in enumerate(dumps):
         earlier = [(d, minhash[d]) for d in dumps[:k]]
@@ -53,7 +56,8 @@ def main(argv: list[str] | None = None) -> None:
         summary, wall, cpu = timed(decide_dump, con, dump, minhash[dump], earlier, out, MINHASH_POLICY)
         print(
             f"| decisions (after {k} dumps) | {dump} | {summary.documents:,} | {wall:.1f} | {cpu:.1f} |"
-            f" {summary.documents / cpu:,.0f} | {summary.dropped_within_dump} / {summary.dropped_against_earlier} |"
+            f" {summary.documents / cpu:,.0f} |"
+            f" {summary.dropped_within_dump} / {summary.dropped_against_earlier} |"
         )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 

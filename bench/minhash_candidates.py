@@ -40,7 +40,8 @@ def datatrove_whitespace_signatures(texts: list[str]) -> None:
     step = MinhashDedupSignature(output_folder="/tmp/unused-minhash-bench")
     for text in texts:
         grams = ngrams(simplify_text(text, step.config.norm_config).split(), NGRAM)
-        step.get_signature(np.fromiter((step._hash_func(" ".join(g)) for g in grams), np.uint64).reshape(-1, 1))
+        hashes = np.fromiter((step._hash_func(" ".join(g)) for g in grams), np.uint64)
+        step.get_signature(hashes.reshape(-1, 1))
 
 
 def datasketch_signatures(texts: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""Signatures and minhash files (fw_assets.dedup): normalisation, short documents, the policy fingerprint."""
+"""Signatures and minhash files (fw_assets.dedup): normalisation, short texts, the fingerprint."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def write_bucketed(path, texts: list[str]) -> None:
 
 
 def test_normalisation_folds_case_punctuation_digits_accents_and_whitespace():
-    assert normalise(pa.array(["Café, 3.14 and 1,000 NAÏVE—words!\u00a0Done"])).to_pylist()[0].split() == [
+    (normalised,) = normalise(pa.array(["Café, 3.14 and 1,000 NAÏVE—words!\u00a0Done"])).to_pylist()
+    assert normalised.split() == [
         "cafe", "0", "and", "0", "naive", "words", "done",
     ]
     hashes, offsets = words(pa.array([BASE, *VARIANTS]))
@@ -37,8 +38,10 @@ def test_normalisation_folds_case_punctuation_digits_accents_and_whitespace():
 
 
 def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
-    write_bucketed(tmp_path / "in.parquet", [BASE, *VARIANTS, "four words only here", "", "a different text about oceans and rivers"])
-    summary = write_minhash_file([("3.0", tmp_path / "in.parquet")], tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
+    other = "a different text about oceans and rivers"
+    write_bucketed(tmp_path / "in.parquet", [BASE, *VARIANTS, "four words only here", "", other])
+    sources = [("3.0", tmp_path / "in.parquet")]
+    summary = write_minhash_file(sources, tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
     table = pq.read_table(tmp_path / "m.parquet")
     assert (summary.documents, summary.without_shingles) == (7, 2)
     keys, signatures = table["band_keys"].to_pylist(), table["signature"].to_pylist()
@@ -59,11 +62,13 @@ def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(
     write_minhash_file([("3.0", tmp_path / "in.parquet")], tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
     check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, DUMP)
     # Decision settings do not change signatures: files stay usable.
-    check_minhash_file(tmp_path / "m.parquet", MinhashPolicy(verify_threshold=0.8, scope="within_dump"), DUMP)
+    decisions_only = MinhashPolicy(verify_threshold=0.8, scope="within_dump")
+    check_minhash_file(tmp_path / "m.parquet", decisions_only, DUMP)
     for other in (MinhashPolicy(bands=14, rows=8), MinhashPolicy(ngram=4), MinhashPolicy(seed=5)):
         with pytest.raises(MinhashFileError, match="written with MinHash policy"):
             check_minhash_file(tmp_path / "m.parquet", other, DUMP)
-    with pytest.raises(MinhashFileError, match="holds the minhash of 'CC-MAIN-2013-20', expected 'CC-MAIN-2013-48'"):
+    expected = "holds the minhash of 'CC-MAIN-2013-20', expected 'CC-MAIN-2013-48'"
+    with pytest.raises(MinhashFileError, match=expected):
         check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, "CC-MAIN-2013-48")
     assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()
     assert MinhashPolicy(scope="off").fingerprint() != MINHASH_POLICY.fingerprint()

@@ -112,7 +112,8 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
 def _verified(candidates: duckdb.DuckDBPyRelation, policy: MinhashPolicy) -> Iterator[tuple]:
     """(id, other, similarity, other's signature) of each candidate pair passing verification."""
     for batch in candidates.to_arrow_reader(ROW_GROUP_ROWS):
-        own, other = (_signatures(batch.column(c), policy) for c in ("signature", "other_signature"))
+        own = _signatures(batch.column("signature"), policy)
+        other = _signatures(batch.column("other_signature"), policy)
         similarity = estimated_jaccard(own, other, policy.signature_bits)
         passed = np.flatnonzero(similarity >= policy.verify_threshold)
         ids, others, signatures = (

@@ -29,12 +29,16 @@ class Explanation:
         )
         return (
             f"{self.id} ({self.dump}, bucket {self.bucket}) is dropped as a near-duplicate of "
-            f"{self.duplicate_of} ({self.duplicate_of_dump}); {how}; estimated Jaccard {self.similarity:.3f}."
+            f"{self.duplicate_of} ({self.duplicate_of_dump}); {how}; "
+            f"estimated Jaccard {self.similarity:.3f}."
         )
 
 
 def explain(
-    con: duckdb.DuckDBPyConnection, doc_id: str, decisions: Mapping[str, Path], minhash: Mapping[str, Path]
+    con: duckdb.DuckDBPyConnection,
+    doc_id: str,
+    decisions: Mapping[str, Path],
+    minhash: Mapping[str, Path],
 ) -> Explanation | None:
     """The decision about `doc_id` from the dumps' decision files and minhash files (dump -> path);
     None if no decision file holds it."""
@@ -51,7 +55,9 @@ def explain(
         own = _band_keys(con, minhash[dump], doc_id)
         other = _band_keys(con, minhash[duplicate_of_dump], duplicate_of)
         shared = tuple(i for i, (a, b) in enumerate(zip(own, other)) if a == b)
-    return Explanation(doc_id, dump, bucket, keep, duplicate_of, duplicate_of_dump, similarity, shared)
+    return Explanation(
+        doc_id, dump, bucket, keep, duplicate_of, duplicate_of_dump, similarity, shared
+    )
 
 
 def _band_keys(con: duckdb.DuckDBPyConnection, path: Path, doc_id: str) -> list[int]:

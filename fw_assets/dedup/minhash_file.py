@@ -43,7 +43,10 @@ def minhash_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
             ("band_keys", pa.list_(pa.uint64())),
             ("signature", pa.binary(signature_bytes)),
         ],
-        metadata={FINGERPRINT_KEY: policy.signature_fingerprint().encode(), DUMP_KEY: dump.encode()},
+        metadata={
+            FINGERPRINT_KEY: policy.signature_fingerprint().encode(),
+            DUMP_KEY: dump.encode(),
+        },
     )
 
 
@@ -82,14 +85,21 @@ def write_minhash_file(
     return MinhashSummary(documents, without)
 
 
-def _batches(sources: Sequence[tuple[str, Path]], rows: int) -> Iterator[tuple[str, pa.RecordBatch]]:
+def _batches(
+    sources: Sequence[tuple[str, Path]], rows: int
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     for bucket, path in sources:
         for batch in pq.ParquetFile(path).iter_batches(rows, columns=["id", "text", "score"]):
             yield bucket, batch
 
 
 def _signed_batch(
-    bucket: str, rows: pa.RecordBatch, policy: MinhashPolicy, a: np.ndarray, b: np.ndarray, schema: pa.Schema
+    bucket: str,
+    rows: pa.RecordBatch,
+    policy: MinhashPolicy,
+    a: np.ndarray,
+    b: np.ndarray,
+    schema: pa.Schema,
 ) -> pa.RecordBatch:
     grams = shingles(rows.column("text"), policy.ngram)
     signatures = minhash(grams, a, b)
@@ -107,13 +117,19 @@ def _signed_batch(
         null_count=int((~signed).sum()),
     )
     return pa.record_batch(
-        [rows.column("id"), pa.array([bucket] * rows.num_rows, pa.string()), rows.column("score"), key_lists, signature],
+        [
+            rows.column("id"),
+            pa.array([bucket] * rows.num_rows, pa.string()),
+            rows.column("score"),
+            key_lists,
+            signature,
+        ],
         schema=schema,
     )
 
 
 def _ordered_map(function: Callable, items: Iterable, threads: int) -> Iterator:
-    """`map(function, items)` on `threads` threads, results in input order, 2 x threads in flight."""
+    """`map(function, items)` on `threads` threads, in input order, 2 x threads in flight."""
     if threads <= 1:
         yield from map(function, items)
         return
@@ -128,19 +144,22 @@ def _ordered_map(function: Callable, items: Iterable, threads: int) -> Iterator:
 
 
 def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
-    """MinhashFileError naming the file unless it is a readable minhash file of `dump` under `policy`."""
+    """Raise MinhashFileError naming the file unless it is a readable minhash file of `dump`
+    written under `policy`."""
     try:
         metadata = pq.read_schema(path).metadata or {}
         schema = pq.read_schema(path).remove_metadata()
     except (OSError, pa.ArrowException) as error:
-        raise MinhashFileError(f"{path}: not a readable minhash file ({error}); re-materialize its dump's minhash") from error
+        message = f"{path}: not a readable minhash file ({error}); re-materialize its minhash"
+        raise MinhashFileError(message) from error
     expected = minhash_schema(policy, "").remove_metadata()
     if not schema.equals(expected):
         raise MinhashFileError(f"{path}: columns {schema} differ from a minhash file's {expected}")
     found = metadata.get(FINGERPRINT_KEY, b"none").decode()
     if found != policy.signature_fingerprint():
         raise MinhashFileError(
-            f"{path}: written with MinHash policy {found}, this run uses {policy.signature_fingerprint()};"
+            f"{path}: written with MinHash policy {found}, "
+            f"this run uses {policy.signature_fingerprint()};"
             " re-materialize its dump's minhash with the current policy"
         )
     found_dump = metadata.get(DUMP_KEY, b"").decode()

@@ -1,4 +1,4 @@
-"""The near-duplicate policy of record (seed design 001): MinHash-LSH parameters and the rule's settings.
+"""The near-duplicate policy of record (seed design 001): MinHash-LSH parameters, rule settings.
 
 Like the sampling policy, every value that decides a dedup decision lives here. The signature
 fingerprint covers what the `minhash` files depend on (and is stored in each file); the full
@@ -31,12 +31,13 @@ class MinhashPolicy:
     rows: int = 7  # hashes per band; bands x rows permutations of 64 bits
     seed: int = 1  # draws the permutations
     signature_bits: int = 16  # low bits of each hash kept for verification (b-bit MinHash)
-    verify_threshold: float = 0.65  # estimated Jaccard a candidate pair needs to count as a duplicate
+    verify_threshold: float = 0.65  # estimated Jaccard a candidate pair needs to count
     scope: Scope = Scope.ACROSS_DUMPS
     drop_share_warning: float = 0.30  # per bucket, a larger dropped share warns
 
     def __post_init__(self):
-        if self.ngram < 1 or self.bands < 1 or self.rows < 1 or self.signature_bits not in (8, 16, 32):
+        sizes_ok = min(self.ngram, self.bands, self.rows) >= 1
+        if not sizes_ok or self.signature_bits not in (8, 16, 32):
             raise ValueError(f"bad MinHash policy: {self}")
         if not 0.0 < self.verify_threshold <= 1.0 or not 0.0 < self.drop_share_warning <= 1.0:
             raise ValueError(f"thresholds must be in (0, 1]: {self}")
@@ -60,7 +61,8 @@ class MinhashPolicy:
 
     def fingerprint(self) -> str:
         """Hash of every value of the policy: the code version of the dedup decisions."""
-        return _short_hash({**asdict(self), "scope": str(self.scope), "shingling": SHINGLING_VERSION})
+        spec = {**asdict(self), "scope": str(self.scope), "shingling": SHINGLING_VERSION}
+        return _short_hash(spec)
 
 
 def _short_hash(spec: dict) -> str:

@@ -8,7 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def write_in_row_groups(path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], rows: int) -> int:
+def write_in_row_groups(
+    path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], rows: int
+) -> int:
     """Write `batches` (cast to `schema`) to `path` as zstd parquet; returns the rows written."""
     pending: list[pa.RecordBatch] = []
     written = 0

@@ -33,7 +33,7 @@ class Shingles:
 
 
 def normalise(texts: pa.Array) -> pa.Array:
-    """Lower case, digits folded to `0`, punctuation to spaces, accents stripped (NFD minus marks)."""
+    """Lower case, digits to `0`, punctuation to spaces, accents stripped (NFD minus marks)."""
     texts = pc.utf8_lower(texts)
     texts = pc.replace_substring_regex(texts, _DIGITS, "0")
     texts = pc.replace_substring_regex(texts, _PUNCTUATION, " ")
@@ -56,7 +56,8 @@ def fmix64(x: np.ndarray) -> np.ndarray:
 def hash_strings(strings: pa.Array) -> np.ndarray:
     """A 64-bit hash of each string's UTF-8 bytes (polynomial over the bytes, then mixed)."""
     strings = strings.cast(pa.large_string())
-    offsets = np.frombuffer(strings.buffers()[1], np.int64)[strings.offset : strings.offset + len(strings) + 1]
+    offsets = np.frombuffer(strings.buffers()[1], np.int64)
+    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
     data = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
     offsets = offsets - offsets[0]
     lengths = np.diff(offsets)

@@ -159,7 +159,8 @@ def write_sample_dump(
     if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not shares_ok:
         raise ValueError(
             f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and shares in "
-            f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, {twin_share=}, {paragraph_share=})"
+            f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, "
+            f"{twin_share=}, {paragraph_share=})"
         )
     folder = source_dump_dir(Path(root), dump)
     folder.mkdir(parents=True, exist_ok=True)
@@ -249,7 +250,9 @@ def _file_row_ranges(rows: int, files: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _write_parquet_atomically(path: Path, chunks: Iterable[pa.Table], schema: pa.Schema | None = None) -> None:
+def _write_parquet_atomically(
+    path: Path, chunks: Iterable[pa.Table], schema: pa.Schema | None = None
+) -> None:
     """Write tables as row groups to a hidden temp file beside `path`, then rename it into place."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     schema = schema or SCHEMA.with_metadata({"huggingface": _HF_METADATA})
