@@ -26,7 +26,7 @@ DATATROVE_CAUGHT = 446 / 447
 
 
 def minhash_files(
-    root: Path, out: Path, policy: MinhashPolicy = MINHASH_POLICY, threads: int = 1
+    root: Path, out: Path, policy: MinhashPolicy = MINHASH_POLICY, threads: int = 1, batch: int = 500
 ) -> dict[str, Path]:
     """Each dump's rows split in two score buckets, as bucketed would, signed into out/<dump>.parquet."""
     out.mkdir(parents=True, exist_ok=True)
@@ -40,7 +40,7 @@ def minhash_files(
             pq.write_table(table.filter(rows), path)
             sources.append((bucket, path))
         files[dump] = out / f"{dump}.parquet"
-        write_minhash_file(sources, files[dump], dump, policy, threads=threads, batch_rows=500)
+        write_minhash_file(sources, files[dump], dump, policy, threads=threads, batch_rows=batch)
     return files
 
 
@@ -163,8 +163,8 @@ def test_same_bytes_whatever_order_the_dumps_are_processed_in(root, minhash, dec
         assert redone[dump].read_bytes() == decisions[dump].read_bytes()
 
 
-def test_same_bytes_at_one_and_two_threads(root, minhash, decisions, tmp_path):
-    two = minhash_files(root, tmp_path / "minhash", threads=2)
+def test_same_bytes_at_one_and_two_threads_and_any_batch_size(root, minhash, decisions, tmp_path):
+    two = minhash_files(root, tmp_path / "minhash", threads=2, batch=333)
     for dump in DUMPS:
         assert two[dump].read_bytes() == minhash[dump].read_bytes()
     redone = decide(two, tmp_path / "dedup", threads=2)

@@ -12,6 +12,7 @@ from fw_assets.dedup.decide import decide_dump
 from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.shingles import normalise, words
+from fw_assets.synthetic.generator import sample_table
 
 DUMP = "CC-MAIN-2013-20"
 BASE = "the students measured the growth of plants in the school garden every week for 12 months"
@@ -72,3 +73,18 @@ def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(
         check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, "CC-MAIN-2013-48")
     assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()
     assert MinhashPolicy(scope="off").fingerprint() != MINHASH_POLICY.fingerprint()
+
+
+def test_a_document_has_the_same_words_in_any_batch(tmp_path):
+    """Words do not depend on the batch a document is read in, first or last in it."""
+    texts = sample_table(DUMP, 0, 999)["text"]  # three batches of 333
+    pq.write_table(pa.table({"text": texts}), tmp_path / "texts.parquet")
+    batches = pq.ParquetFile(tmp_path / "texts.parquet").iter_batches(333)
+    alone = {}
+    for batch in batches:
+        hashes, offsets = words(batch.column("text"))
+        for i in (0, 1, batch.num_rows - 2, batch.num_rows - 1):
+            text = batch.column("text")[i].as_py()
+            alone[text] = words(pa.array([text]))[0]
+            assert np.array_equal(hashes[offsets[i] : offsets[i + 1]], alone[text])
+    assert len(alone) == 12
