@@ -6,12 +6,10 @@ the daemon, and two dumps backfilled the way the UI launches a backfill."""
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
-from fw_assets.automation.sensors import INTERVAL_ENV
 from fw_assets.sample import write_sample_dump
 from fw_assets_tests.dagster_services import (
     BIN,
@@ -63,7 +61,6 @@ def world(tmp_path_factory, database) -> dict:
         "FW_OUTPUT_DIR": str(output),
         # What the README tells operators to set on the daemon (a backfill survives a database outage).
         "DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR": "1",
-        INTERVAL_ENV: "5",
     }
     return {"home": home, "source": source, "env": env}
 
