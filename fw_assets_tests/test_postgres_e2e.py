@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.dagster_services import (
     BIN,
     REPO_ROOT,
