@@ -39,17 +39,17 @@ def main(argv: list[str] | None = None) -> None:
     print("| step | dump | docs | wall s | CPU s | docs per CPU-s | dropped within / against earlier |")
     print("|---|---|--:|--:|--:|--:|---|")
     minhash = {}
+    con = duckdb.connect(":memory:", config={"threads": args.threads})
     for dump in dumps:
         sources = [("all", p) for p in write_sample_dump(args.root, dump, args.rows)]
         minhash[dump] = args.root / "minhash" / f"{dump}.parquet"
         summary, wall, cpu = timed(
-            write_minhash_file, sources, minhash[dump], dump, MINHASH_POLICY, threads=args.threads
+            write_minhash_file, con, sources, minhash[dump], dump, MINHASH_POLICY, args.threads
         )
         print(
             f"| minhash | {dump} | {summary.documents:,} | {wall:.1f} | {cpu:.1f} |"
             f" {summary.documents / cpu:,.0f} | |"
         )
-    con = duckdb.connect(":memory:", config={"threads": args.threads})
     for k, dump in enumerate(dumps):
         earlier = [(d, minhash[d]) for d in dumps[:k]]
         out = args.root / "dedup" / f"{dump}.parquet"

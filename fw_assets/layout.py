@@ -5,10 +5,14 @@
     <source_root>/planted/<dump>.parquet                   generated dumps only: planted copies' ground truth
     <output_root>/selection/<dump>.parquet                 sampled: every row's decision
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
+    <output_root>/minhash/<dump>.parquet                   minhash: band keys and signatures
+    <output_root>/minhash/<dump>.keys.parquet              minhash: the band keys sorted by key
+    <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
     <output_root>/.staging/                                staging folders, locks, DuckDB spill
 
-Nothing here touches the disk except `bucketed_files`, which lists what a dump published.
+Nothing here touches the disk except `bucketed_files` and `dedup_paths`, which list what was
+published.
 """
 
 from pathlib import Path
@@ -64,6 +68,26 @@ def bucketed_files(output_root: Path, dump: str, policy: SamplingPolicy) -> dict
         bucket: sorted(folder.glob("*.parquet"))
         for bucket, folder in bucket_dump_dirs(output_root, dump, policy).items()
     }
+
+
+def minhash_path(output_root: Path, dump: str) -> Path:
+    """Each bucketed document's LSH band keys and b-bit signature (fw_assets.dedup.minhash_file)."""
+    return output_root / "minhash" / f"{dump}.parquet"
+
+
+def sorted_keys_path(minhash: Path) -> Path:
+    """The band keys of a minhash file sorted by key, beside it (fw_assets.dedup.sorted_keys)."""
+    return minhash.with_name(minhash.name.removesuffix(".parquet") + ".keys.parquet")
+
+
+def dedup_path(output_root: Path, dump: str) -> Path:
+    """One near-duplicate decision per bucketed id of the dump (fw_assets.dedup.decide)."""
+    return output_root / "dedup" / f"{dump}.parquet"
+
+
+def dedup_paths(output_root: Path) -> dict[str, Path]:
+    """Every dump's decision file present, keyed by dump."""
+    return {path.stem: path for path in sorted((output_root / "dedup").glob("*.parquet"))}
 
 
 def tokenized_root(output_root: Path) -> Path:

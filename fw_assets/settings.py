@@ -8,6 +8,8 @@ SOURCE_DIR_ENV = "FW_SOURCE_DIR"
 OUTPUT_DIR_ENV = "FW_OUTPUT_DIR"
 SENSOR_INTERVAL_ENV = "FW_SENSOR_INTERVAL_SECONDS"
 SENSOR_SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
+DEDUP_SCOPE_ENV = "FW_DEDUP_SCOPE"
+DEDUP_SCOPES = ("across_dumps", "within_dump", "off")
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
@@ -32,6 +34,16 @@ def sensor_interval_seconds() -> int:
 def sensor_settle_seconds() -> int:
     """How long files not named like finished shards must stay unchanged before a run."""
     return env_seconds(SENSOR_SETTLE_ENV, DEFAULT_SENSOR_SETTLE_SECONDS, minimum=0)
+
+
+def dedup_scope() -> str:
+    """Which near-duplicates `deduplicated` drops: `across_dumps` (default: earlier dumps win),
+    `within_dump` (each dump on its own, as the FineWeb paper did) or `off`. Read when the code
+    location loads: it is part of the dedup policy's fingerprint, hence of the code version."""
+    value = os.environ.get(DEDUP_SCOPE_ENV, "").strip() or DEDUP_SCOPES[0]
+    if value not in DEDUP_SCOPES:
+        raise ValueError(f"{DEDUP_SCOPE_ENV}={value!r}: expected one of {', '.join(DEDUP_SCOPES)}")
+    return value
 
 
 def env_seconds(name: str, default: int, minimum: int) -> int:

@@ -16,6 +16,7 @@ from fw_assets.dedup.decide import decide_dump
 from fw_assets.dedup.explain import explain
 from fw_assets.dedup.minhash_file import MinhashFileError, write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
+from fw_assets.layout import sorted_keys_path
 from fw_assets.synthetic.generator import write_sample_dumps
 
 ROWS = 2_000  # per dump: the rows `python -m bench.dedup_quality` measured datatrove on
@@ -40,7 +41,8 @@ def minhash_files(
             pq.write_table(table.filter(rows), path)
             sources.append((bucket, path))
         files[dump] = out / f"{dump}.parquet"
-        write_minhash_file(sources, files[dump], dump, policy, threads=threads, batch_rows=batch)
+        with duckdb.connect(":memory:", config={"threads": threads}) as con:
+            write_minhash_file(con, sources, files[dump], dump, policy, threads, batch)
     return files
 
 
@@ -154,7 +156,8 @@ def test_same_bytes_whatever_order_the_dumps_are_processed_in(root, minhash, dec
     late = {dump: tmp_path / "late" / f"{dump}.parquet" for dump in DUMPS}
     (tmp_path / "late").mkdir()
     for dump in DUMPS[::-1]:  # minhash materialized newest first: each decided before its elders exist
-        shutil.copy(minhash[dump], late[dump])
+        for source, target in ((minhash[dump], late[dump]), *keys_files(minhash[dump], late[dump])):
+            shutil.copy(source, target)
         decide(late, tmp_path / "first-pass", order=[dump])
     first_pass = tmp_path / "first-pass" / f"{DUMPS[-1]}.parquet"
     assert first_pass.read_bytes() != decisions[DUMPS[-1]].read_bytes()  # decided alone, it differed
@@ -172,13 +175,19 @@ def test_same_bytes_at_one_and_two_threads_and_any_batch_size(root, minhash, dec
         assert redone[dump].read_bytes() == decisions[dump].read_bytes()
 
 
-def damaged_band_keys(source: Path, target: Path) -> Path:
-    """A copy of a minhash file whose footer is intact but whose first band-key pages are garbage."""
-    data = bytearray(source.read_bytes())
-    chunk = pq.read_metadata(source).row_group(0).column(3)  # band_keys.list.element
+def keys_files(source: Path, target: Path) -> list[tuple[Path, Path]]:
+    return [(sorted_keys_path(source), sorted_keys_path(target))]
+
+
+def damaged_sorted_keys(source: Path, target: Path) -> Path:
+    """A copy of a minhash file whose sorted keys file has an intact footer but garbage in its
+    first pages."""
+    shutil.copy(source, target)
+    data = bytearray(sorted_keys_path(source).read_bytes())
+    chunk = pq.read_metadata(sorted_keys_path(source)).row_group(0).column(0)
     start = chunk.data_page_offset + 64
     data[start : start + 256] = bytes(range(256))
-    target.write_bytes(bytes(data))
+    sorted_keys_path(target).write_bytes(bytes(data))
     return target
 
 
@@ -188,8 +197,9 @@ def test_a_bad_earlier_minhash_file_is_named_and_nothing_is_written(root, minhas
     bad = tmp_path / f"{DUMPS[0]}.parquet"
     if damage == "truncated":
         bad.write_bytes(minhash[DUMPS[0]].read_bytes()[:-100])
+        shutil.copy(sorted_keys_path(minhash[DUMPS[0]]), sorted_keys_path(bad))
     elif damage == "pages":
-        damaged_band_keys(minhash[DUMPS[0]], bad)
+        damaged_sorted_keys(minhash[DUMPS[0]], bad)
     else:
         bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[DUMPS[0]]
     files[DUMPS[0]] = bad
@@ -214,11 +224,11 @@ def test_explain_names_the_match_the_shared_bands_and_the_similarity(minhash, de
     dropped = next(r for r in rows if not r["keep"] and r["duplicate_of_dump"] != DUMPS[2])
     kept = next(r for r in rows if r["keep"])
     con = duckdb.connect(":memory:")
-    why = explain(con, dropped["id"], decisions, minhash)
+    why = explain(con, dropped["id"], decisions, minhash.__getitem__)
     assert (why.dump, why.duplicate_of, why.duplicate_of_dump) == (
         DUMPS[2], dropped["duplicate_of"], dropped["duplicate_of_dump"]
     )
     assert why.shared_bands and why.similarity == dropped["similarity"]
     assert f"near-duplicate of {dropped['duplicate_of']} ({dropped['duplicate_of_dump']})" in why.describe()
-    assert explain(con, kept["id"], decisions, minhash).keep
-    assert explain(con, "<urn:uuid:nothing>", decisions, minhash) is None
+    assert explain(con, kept["id"], decisions, minhash.__getitem__).keep
+    assert explain(con, "<urn:uuid:nothing>", decisions, minhash.__getitem__) is None

@@ -42,7 +42,9 @@ def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
     other = "a different text about oceans and rivers"
     write_bucketed(tmp_path / "in.parquet", [BASE, *VARIANTS, "four words only here", "", other])
     sources = [("3.0", tmp_path / "in.parquet")]
-    summary = write_minhash_file(sources, tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
+    summary = write_minhash_file(
+        duckdb.connect(), sources, tmp_path / "m.parquet", DUMP, MINHASH_POLICY
+    )
     table = pq.read_table(tmp_path / "m.parquet")
     assert (summary.documents, summary.without_shingles) == (7, 2)
     keys, signatures = table["band_keys"].to_pylist(), table["signature"].to_pylist()
@@ -60,7 +62,8 @@ def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
 
 def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(tmp_path):
     write_bucketed(tmp_path / "in.parquet", [BASE])
-    write_minhash_file([("3.0", tmp_path / "in.parquet")], tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
+    sources = [("3.0", tmp_path / "in.parquet")]
+    write_minhash_file(duckdb.connect(), sources, tmp_path / "m.parquet", DUMP, MINHASH_POLICY)
     check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, DUMP)
     # Decision settings do not change signatures: files stay usable.
     decisions_only = MinhashPolicy(verify_threshold=0.8, scope="within_dump")

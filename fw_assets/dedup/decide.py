@@ -18,11 +18,14 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signatures import estimated_jaccard
+from fw_assets.dedup.sorted_keys import matching_rows, read_sorted_keys
+from fw_assets.layout import sorted_keys_path
 from fw_assets.lib.sql import load_sql
 
 DECISION_SCHEMA = pa.schema(
@@ -86,7 +89,7 @@ def decide_dump(
     edges = []
     if policy.scope is not Scope.OFF:
         edges = list(_verified(con.sql(load_sql("dedup_within_candidates")), policy))
-    best = _best_earlier_matches(con, earlier, policy)
+    best = _best_earlier_matches(CurrentDump.read(minhash_path, policy), earlier, policy) if earlier else {}
     drops = _drops(con, dump, edges, best, policy)
     con.register("drops", pa.Table.from_pylist(drops, DROP_SCHEMA))
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
@@ -122,23 +125,73 @@ def _verified(candidates: duckdb.DuckDBPyRelation, policy: MinhashPolicy) -> Ite
         yield from zip(ids, others, similarity[passed].tolist(), signatures)
 
 
+@dataclass(frozen=True)
+class CurrentDump:
+    """What matching against earlier dumps needs of the dump being decided, in memory: its ids
+    and signatures in minhash-file order and its sorted band keys."""
+
+    ids: pa.Array
+    signatures: np.ndarray
+    keys: tuple[np.ndarray, np.ndarray]
+
+    @classmethod
+    def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
+        table = pq.read_table(minhash_path, columns=["id", "signature"])
+        signatures = _signatures(table.column("signature").combine_chunks(), policy)
+        keys = read_sorted_keys(sorted_keys_path(minhash_path))
+        return cls(table.column("id").combine_chunks(), signatures, keys)
+
+
 def _best_earlier_matches(
-    con: duckdb.DuckDBPyConnection, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
+    current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
 ) -> dict[str, Match]:
-    """Each document's best verified match in the earlier dumps, one earlier file at a time."""
-    best: dict[str, Match] = {}
+    """Each document's best verified match in the earlier dumps (one earlier file read at a time;
+    the verified pairs of all of them ranked at once)."""
+    pairs, signatures = [], []
     for rank, (earlier_dump, path) in enumerate(earlier):
-        candidates = con.sql(load_sql("dedup_earlier_candidates"), params={"path": str(path)})
         try:
-            pairs = list(_verified(candidates, policy))
-        except duckdb.Error as error:
+            verified, other_signatures = _verified_earlier(current, path, rank, policy)
+        except (OSError, ValueError, pa.ArrowException) as error:
             message = f"{path}: unreadable minhash file of {earlier_dump} ({error})"
             raise MinhashFileError(message) from error
-        for doc, other, similarity, signature in pairs:
-            match = Match(other, earlier_dump, rank, similarity, signature)
-            if doc not in best or match.order() < best[doc].order():
-                best[doc] = match
-    return best
+        pairs.append(verified)
+        signatures.append(other_signatures)
+    found = pa.concat_tables(pairs) if pairs else pa.table({"own": pa.array([], pa.int64())})
+    if not found.num_rows:
+        return {}
+    found = found.append_column("at", pa.array(np.arange(found.num_rows)))
+    ordered = found.sort_by(
+        [("own", "ascending"), ("similarity", "descending"), ("rank", "ascending"), ("other", "ascending")]
+    )
+    own = ordered.column("own").to_numpy()
+    best = ordered.take(np.flatnonzero(np.r_[True, own[1:] != own[:-1]])).to_pydict()
+    signatures = np.concatenate(signatures)
+    return {
+        doc: Match(other, earlier[rank][0], rank, similarity, signatures[at].tobytes())
+        for doc, other, rank, similarity, at in zip(
+            current.ids.take(pa.array(best["own"])).to_pylist(),
+            best["other"], best["rank"], best["similarity"], best["at"],
+        )
+    }
+
+
+def _verified_earlier(
+    current: CurrentDump, path: Path, rank: int, policy: MinhashPolicy
+) -> tuple[pa.Table, np.ndarray]:
+    """The pairs between the dump and the earlier minhash file at `path` that share a band key
+    and pass verification, as (own row, other id, similarity, rank), and the others' signatures."""
+    own, other = matching_rows(current.keys, read_sorted_keys(sorted_keys_path(path)))
+    table = pq.read_table(path, columns=["id", "signature"])
+    other_signatures = _signatures(table.column("signature").combine_chunks(), policy)[other]
+    similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
+    passed = np.flatnonzero(similarity >= policy.verify_threshold)
+    verified = pa.table({
+        "own": own[passed],
+        "other": table.column("id").take(other[passed]),
+        "similarity": similarity[passed],
+        "rank": np.full(len(passed), rank, np.int64),
+    })
+    return verified, other_signatures[passed]
 
 
 def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
@@ -188,8 +241,11 @@ def _drops(
         if matched:  # the earliest crawl wins: the whole cluster goes
             cluster_best = min(matched, key=Match.order)
             for x in members:
-                match = best.get(x, cluster_best)
-                value = _similarity(documents[x][1], match.signature, policy)
+                if x in best:
+                    match, value = best[x], best[x].similarity
+                else:  # dropped with its cluster: its own similarity to the cluster's match
+                    match = cluster_best
+                    value = _similarity(documents[x][1], match.signature, policy)
                 drops.append(_drop(x, match.other, match.dump, value))
         else:
             kept = min(members, key=lambda x: (-documents[x][0], x))

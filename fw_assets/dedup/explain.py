@@ -1,6 +1,6 @@
 """Why a document was kept or dropped: its dump, its match, the bands they share, the similarity."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,10 +38,10 @@ def explain(
     con: duckdb.DuckDBPyConnection,
     doc_id: str,
     decisions: Mapping[str, Path],
-    minhash: Mapping[str, Path],
+    minhash_of: Callable[[str], Path],
 ) -> Explanation | None:
-    """The decision about `doc_id` from the dumps' decision files and minhash files (dump -> path);
-    None if no decision file holds it."""
+    """The decision about `doc_id` from the dumps' decision files (dump -> path) and their minhash
+    files (`minhash_of(dump)`); None if no decision file holds it."""
     dump_of = {str(path): dump for dump, path in decisions.items()}
     rows = con.execute(
         load_sql("dedup_explain_decision"), {"files": list(dump_of), "id": doc_id}
@@ -52,8 +52,8 @@ def explain(
     dump = dump_of[filename]
     shared: tuple[int, ...] = ()
     if not keep:
-        own = _band_keys(con, minhash[dump], doc_id)
-        other = _band_keys(con, minhash[duplicate_of_dump], duplicate_of)
+        own = _band_keys(con, minhash_of(dump), doc_id)
+        other = _band_keys(con, minhash_of(duplicate_of_dump), duplicate_of)
         shared = tuple(i for i, (a, b) in enumerate(zip(own, other)) if a == b)
     return Explanation(
         doc_id, dump, bucket, keep, duplicate_of, duplicate_of_dump, similarity, shared

@@ -6,6 +6,9 @@ candidates: 224 bytes a document at 112 x 16 bits, against 896 for the full 64-b
 policy's signature fingerprint and the dump are in the parquet key-value metadata, so a file
 from another policy is refused by name instead of silently mixing signatures.
 
+Beside it, `<dump>.keys.parquet` holds the band keys sorted by key, for the dumps decided later
+(fw_assets.dedup.sorted_keys); both files carry the same metadata and are checked together.
+
 Documents are read in the order given (bucket, file, row) and written in that order; batches
 are signed on `threads` threads but written in sequence, so the file is the same at any count.
 """
@@ -19,10 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import duckdb
+
 from fw_assets.dedup.policy import MinhashPolicy
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.shingles import shingles
 from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
+from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
+from fw_assets.layout import sorted_keys_path
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
 DUMP_KEY = b"fw_assets.minhash.dump"
@@ -57,6 +64,7 @@ class MinhashSummary:
 
 
 def write_minhash_file(
+    con: duckdb.DuckDBPyConnection,
     sources: Sequence[tuple[str, Path]],
     output: Path,
     dump: str,
@@ -64,7 +72,8 @@ def write_minhash_file(
     threads: int = 1,
     batch_rows: int = 2048,
 ) -> MinhashSummary:
-    """Sign every document of `sources` ((bucket, bucketed parquet file) pairs) into `output`."""
+    """Sign every document of `sources` ((bucket, bucketed parquet file) pairs) into `output`, and
+    sort its band keys into the keys file beside it (with `con`)."""
     schema = minhash_schema(policy, dump)
     a, b = permutations(policy)
 
@@ -82,6 +91,7 @@ def write_minhash_file(
 
     signed = _ordered_map(sign, _batches(sources, batch_rows), threads)
     documents = write_in_row_groups(output, schema, counted(signed), ROW_GROUP_ROWS)
+    write_sorted_keys(con, output, sorted_keys_path(output), schema.metadata)
     return MinhashSummary(documents, without)
 
 
@@ -144,15 +154,19 @@ def _ordered_map(function: Callable, items: Iterable, threads: int) -> Iterator:
 
 
 def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
-    """Raise MinhashFileError naming the file unless it is a readable minhash file of `dump`
-    written under `policy`."""
+    """Raise MinhashFileError naming the file unless it and its keys file are readable minhash
+    files of `dump` written under `policy`."""
+    _check_file(path, minhash_schema(policy, "").remove_metadata(), policy, dump)
+    _check_file(sorted_keys_path(path), SORTED_KEYS_SCHEMA, policy, dump)
+
+
+def _check_file(path: Path, expected: pa.Schema, policy: MinhashPolicy, dump: str) -> None:
     try:
         metadata = pq.read_schema(path).metadata or {}
         schema = pq.read_schema(path).remove_metadata()
     except (OSError, pa.ArrowException) as error:
         message = f"{path}: not a readable minhash file ({error}); re-materialize its minhash"
         raise MinhashFileError(message) from error
-    expected = minhash_schema(policy, "").remove_metadata()
     if not schema.equals(expected):
         raise MinhashFileError(f"{path}: columns {schema} differ from a minhash file's {expected}")
     found = metadata.get(FINGERPRINT_KEY, b"none").decode()

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
+from fw_assets import settings
+
 
 class Scope(StrEnum):
     ACROSS_DUMPS = "across_dumps"  # earlier dumps win, then one per cluster within the dump
@@ -69,4 +71,4 @@ def _short_hash(spec: dict) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
-MINHASH_POLICY = MinhashPolicy()
+MINHASH_POLICY = MinhashPolicy(scope=Scope(settings.dedup_scope()))

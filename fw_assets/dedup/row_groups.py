@@ -9,12 +9,16 @@ import pyarrow.parquet as pq
 
 
 def write_in_row_groups(
-    path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], rows: int
+    path: Path,
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    rows: int,
+    compression: str = "zstd",
 ) -> int:
-    """Write `batches` (cast to `schema`) to `path` as zstd parquet; returns the rows written."""
+    """Write `batches` (cast to `schema`) to `path` as parquet; returns the rows written."""
     pending: list[pa.RecordBatch] = []
     written = 0
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+    with pq.ParquetWriter(path, schema, compression=compression, write_page_checksum=True) as writer:
         for batch in batches:
             pending.append(batch.cast(schema))
             table = pa.Table.from_batches(pending, schema)

@@ -17,17 +17,23 @@ from fw_assets.policy import SamplingPolicy
 
 
 def code_version(
-    *, sql: Sequence[str] = (), modules: Sequence[str] = (), policy: SamplingPolicy | None = None
+    *,
+    sql: Sequence[str] = (),
+    modules: Sequence[str] = (),
+    policy: SamplingPolicy | None = None,
+    fingerprint: str = "",
 ) -> str:
-    """`<policy fingerprint>-<hash>` (or `<hash>` without a policy) over the named `sql/*.sql`
-    statements and the source of the named modules (`fw_assets.tokenizing.steps`)."""
+    """`<fingerprint>-<hash>` (or `<hash>` without one) over the named `sql/*.sql` statements and
+    the source of the named modules (`fw_assets.tokenizing.steps`); the fingerprint is the
+    policy's, or one given (the dedup assets': their MinHash policy's)."""
     digest = hashlib.sha256()
     for name in sorted(set(sql)):
         digest.update(f"sql/{name}\n".encode() + load_sql(name).encode())
     for module in sorted(set(modules)):
         digest.update(f"module/{module}\n".encode() + module_source(module))
     version = digest.hexdigest()[:12]
-    return f"{policy.fingerprint()}-{version}" if policy else version
+    fingerprint = policy.fingerprint() if policy else fingerprint
+    return f"{fingerprint}-{version}" if fingerprint else version
 
 
 def module_source(module: str) -> bytes:

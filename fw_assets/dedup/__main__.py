@@ -1,0 +1,42 @@
+"""CLI: `python -m fw_assets.dedup explain ID [ID ...] [--output DIR]`: why a document was kept
+or dropped (its dump, its match and that one's dump, the bands they share, the similarity)."""
+
+import argparse
+import sys
+from pathlib import Path
+
+import duckdb
+
+from fw_assets import settings
+from fw_assets.dedup.explain import explain
+from fw_assets.layout import dedup_paths, minhash_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fw_assets.dedup")
+    commands = parser.add_subparsers(dest="command", required=True)
+    explaining = commands.add_parser("explain", help="why documents were kept or dropped")
+    explaining.add_argument("ids", nargs="+", metavar="ID", help="document id, e.g. '<urn:uuid:…>'")
+    explaining.add_argument(
+        "--output", type=Path, default=settings.output_dir(),
+        help=f"the output root (default: ${settings.OUTPUT_DIR_ENV} or {settings.DEFAULT_OUTPUT_DIR})",
+    )
+    args = parser.parse_args(argv)
+    decisions = dedup_paths(args.output)
+    if not decisions:
+        print(f"No decision files under {args.output}/dedup/: materialize deduplicated first.")
+        return 2
+    unknown = 0
+    with duckdb.connect(":memory:") as con:
+        for doc_id in args.ids:
+            why = explain(con, doc_id, decisions, lambda dump: minhash_path(args.output, dump))
+            if why is None:
+                unknown += 1
+                print(f"{doc_id}: in no decision file of {len(decisions)} dump(s) under {args.output}")
+            else:
+                print(why.describe())
+    return 1 if unknown else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

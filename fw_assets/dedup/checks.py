@@ -1,0 +1,174 @@
+"""The decisions' checks and what the UI shows of them, apart from Dagster (the assets wrap them).
+
+`reconciliation` (blocking): exactly one decision per bucketed id; every `duplicate_of` is a
+document of the dump it names (this dump's minhash file or an earlier one's) and, within the
+dump, a kept one. `drop_share` (a warning): a bucket dropping more than the policy's share is a
+sign of a wrong input or a dump processed twice under two names.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
+from fw_assets.dedup.policy import MinhashPolicy
+from fw_assets.lib.markdown import table
+from fw_assets.lib.sql import load_sql
+
+CHECKS_SQL = (
+    "dedup_reconciliation", "dedup_pointed_dumps", "dedup_bucket_summary", "dedup_similarity_histogram",
+    "dedup_example_pairs", "dedup_text_starts",
+)
+
+DEDUP_RECONCILIATION = ContractCheck(
+    "reconciliation",
+    "Exactly one decision per bucketed id; every duplicate_of is a document of the dump it names "
+    "(this dump's or an earlier dump's minhash) and, within this dump, a kept one.",
+)
+DROP_SHARE = ContractCheck(
+    "drop_share",
+    "Per bucket, the share of documents dropped as near-duplicates stays under the policy's "
+    "warning share (30 %): more suggests a wrong input or a repeated dump.",
+    blocking=False,
+)
+DEDUP_CHECKS = (DEDUP_RECONCILIATION, DROP_SHARE)
+
+_PROBLEMS = {
+    "decision_missing": "bucketed ids without a decision",
+    "not_bucketed": "decisions about ids the dump's bucketed output does not hold",
+    "decided_twice": "ids decided more than once",
+    "pointer_unknown": "drops whose duplicate_of is not in the minhash file of duplicate_of_dump",
+    "pointer_not_earlier": "drops pointing at a later dump",
+    "pointer_dropped": "drops pointing at a document of this dump that is dropped as well",
+}
+EXAMPLE_PAIRS = 10
+TEXT_START_CHARS = 80
+
+
+@dataclass(frozen=True)
+class BucketDrops:
+    documents: int
+    dropped_within_dump: int
+    dropped_against_earlier: int
+
+    @property
+    def dropped(self) -> int:
+        return self.dropped_within_dump + self.dropped_against_earlier
+
+
+def bucket_drops(con: duckdb.DuckDBPyConnection, decisions: Path, dump: str) -> dict[str, BucketDrops]:
+    rows = con.execute(
+        load_sql("dedup_bucket_summary"), {"decisions": str(decisions), "dump": dump}
+    ).fetchall()
+    return {bucket: BucketDrops(*counts) for bucket, *counts in rows}
+
+
+def check_decisions(
+    con: duckdb.DuckDBPyConnection,
+    dump: str,
+    decisions: Path,
+    bucketed: Sequence[Path],
+    minhash_files: Mapping[str, Path],
+    policy: MinhashPolicy,
+) -> list[CheckOutcome]:
+    """Both checks of one dump's staged decision file; `minhash_files` (dump -> file) holds this
+    dump's and every earlier one's."""
+    return [
+        _reconciliation(con, dump, decisions, bucketed, minhash_files),
+        _drop_share(bucket_drops(con, decisions, dump), policy),
+    ]
+
+
+def _reconciliation(
+    con: duckdb.DuckDBPyConnection,
+    dump: str,
+    decisions: Path,
+    bucketed: Sequence[Path],
+    minhash_files: Mapping[str, Path],
+) -> CheckOutcome:
+    named = con.execute(load_sql("dedup_pointed_dumps"), {"decisions": str(decisions)}).fetchall()
+    pointed = {d: minhash_files[d] for (d,) in named if d in minhash_files} | {dump: minhash_files[dump]}
+    con.register("pointed_files", pa.table({
+        "path": [str(p) for p in pointed.values()], "dump": list(pointed),
+    }))
+    try:
+        rows = con.execute(load_sql("dedup_reconciliation"), {
+            "decisions": str(decisions), "bucketed": [str(p) for p in bucketed], "dump": dump,
+            "pointed": [str(p) for p in pointed.values()],
+        }).fetchall()
+    finally:
+        con.unregister("pointed_files")
+    violations = [
+        Violation(rule, "id", n, f"{count_rows(n)}: {_PROBLEMS[rule]}", examples=tuple(examples))
+        for rule, n, examples in rows
+    ]
+    return DEDUP_RECONCILIATION.outcome(violations, {"decisions_checked": str(decisions.name)})
+
+
+def _drop_share(buckets: Mapping[str, BucketDrops], policy: MinhashPolicy) -> CheckOutcome:
+    limit = policy.drop_share_warning
+    violations = [
+        Violation(
+            "drop_share", None, b.dropped,
+            f"bucket {bucket}: {b.dropped:,} of {b.documents:,} documents dropped "
+            f"({b.dropped / b.documents:.1%}, warning above {limit:.0%})",
+        )
+        for bucket, b in buckets.items()
+        if b.documents and b.dropped / b.documents > limit
+    ]
+    figures = {f"drop_share_{bucket}": round(b.dropped / max(b.documents, 1), 4) for bucket, b in buckets.items()}
+    return DROP_SHARE.outcome(violations, {**figures, "warning_share": limit})
+
+
+def similarity_histogram(con: duckdb.DuckDBPyConnection, decisions: Path) -> str:
+    """Drops per 0.05 of estimated Jaccard, as a markdown table."""
+    rows = con.execute(load_sql("dedup_similarity_histogram"), {"decisions": str(decisions)}).fetchall()
+    return table(["estimated Jaccard", "dropped"], [(f"{low:.2f}–{low + 0.05:.2f}", n) for low, n in rows])
+
+
+def example_pairs(
+    con: duckdb.DuckDBPyConnection,
+    dump: str,
+    decisions: Path,
+    bucketed_of: Mapping[str, Sequence[Path]],
+) -> str:
+    """A markdown table of example drops: ids, dumps, similarity, the start of both texts.
+    `bucketed_of` gives each dump's bucketed files (this dump's and the earlier ones named)."""
+    pairs = con.execute(
+        load_sql("dedup_example_pairs"), {"decisions": str(decisions), "limit": EXAMPLE_PAIRS}
+    ).fetchall()
+    wanted: dict[str, set[str]] = {dump: {doc for doc, *_ in pairs}}
+    for _, other, other_dump, _ in pairs:
+        wanted.setdefault(other_dump, set()).add(other)
+    starts: dict[tuple[str, str], str] = {}
+    for source_dump, ids in wanted.items():
+        files = [str(p) for p in bucketed_of.get(source_dump, ())]
+        if files and ids:
+            found = con.execute(
+                load_sql("dedup_text_starts"),
+                {"files": files, "ids": sorted(ids), "chars": TEXT_START_CHARS},
+            ).fetchall()
+            starts |= {(source_dump, doc): start for doc, start in found}
+    rows = [
+        (
+            _code(doc), dump, _code(other), other_dump, round(similarity, 3),
+            _quote(starts.get((dump, doc))), _quote(starts.get((other_dump, other))),
+        )
+        for doc, other, other_dump, similarity in pairs
+    ]
+    header = ["dropped id", "dump", "duplicate of", "its dump", "similarity", "dropped text", "its text"]
+    return table(header, rows)
+
+
+def _code(value: str) -> str:
+    return f"`{value}`"
+
+
+def _quote(text: str | None) -> str:
+    """A text start for a markdown cell: one line, no table pipes."""
+    if text is None:
+        return "(text not published)"
+    return " ".join(text.split()).replace("|", "\\|")

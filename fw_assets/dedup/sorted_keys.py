@@ -1,0 +1,84 @@
+"""A dump's band keys sorted by key (`<dump>.keys.parquet` beside its minhash file).
+
+Deciding a dump reads the band keys of every earlier dump. Sorted, each earlier file is matched
+against the dump's own sorted keys in one merge pass (numba) over two flat uint64 columns: no
+hash table rebuilt per earlier dump, no list column unnested, so an earlier dump costs about the
+time to read its keys (12 bytes per key: the key and its row in the minhash file).
+"""
+
+from pathlib import Path
+
+import duckdb
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fw_assets.dedup.row_groups import write_in_row_groups
+from fw_assets.lib.sql import load_sql
+
+SORTED_KEYS_SCHEMA = pa.schema([("key", pa.uint64()), ("row", pa.uint32())])
+ROW_GROUP_ROWS = 1 << 20
+
+
+def write_sorted_keys(
+    con: duckdb.DuckDBPyConnection, minhash: Path, output: Path, metadata: dict[bytes, bytes]
+) -> int:
+    """Every band key of the minhash file with its row there, ordered by (key, row); DuckDB sorts
+    (spilling past its memory limit). Returns the keys written."""
+    relation = con.sql(load_sql("dedup_sorted_keys"), params={"path": str(minhash)})
+    schema = SORTED_KEYS_SCHEMA.with_metadata(metadata)
+    batches = relation.to_arrow_reader(ROW_GROUP_ROWS)
+    # Uncompressed: random 64-bit keys do not compress, and every later dump reads them (zstd's
+    # pass over them doubled the read, BENCHMARKS.md).
+    return write_in_row_groups(output, schema, batches, ROW_GROUP_ROWS, compression="none")
+
+
+def read_sorted_keys(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, rows) of a sorted keys file."""
+    table = pq.read_table(path, page_checksum_verification=True)
+    if not table.schema.remove_metadata().equals(SORTED_KEYS_SCHEMA):
+        raise ValueError(f"columns {table.schema} differ from {SORTED_KEYS_SCHEMA}")
+    return table.column("key").to_numpy(), table.column("row").to_numpy()
+
+
+@numba.njit(nogil=True, cache=True)
+def _merge(left_keys, left_rows, right_keys, right_rows, out_left, out_right):
+    """Walk both sorted key arrays once; every pair of rows under an equal key is counted, and
+    written to the outputs while they have room."""
+    i = j = n = 0
+    room = len(out_left)
+    while i < len(left_keys) and j < len(right_keys):
+        a, b = left_keys[i], right_keys[j]
+        if a != b:  # the common case, without a branch on which side is behind
+            i += a < b
+            j += b < a
+        else:
+            key = a
+            i_end, j_end = i, j
+            while i_end < len(left_keys) and left_keys[i_end] == key:
+                i_end += 1
+            while j_end < len(right_keys) and right_keys[j_end] == key:
+                j_end += 1
+            for a in range(i, i_end):
+                for b in range(j, j_end):
+                    if n < room:
+                        out_left[n] = left_rows[a]
+                        out_right[n] = right_rows[b]
+                    n += 1
+            i, j = i_end, j_end
+    return n
+
+
+def matching_rows(
+    left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(left row, right row) of every distinct pair sharing at least one key, ordered."""
+    room = len(left[0]) // 8 + 1024  # one pass when under an eighth of the keys match
+    out_left, out_right = np.empty(room, np.int64), np.empty(room, np.int64)
+    n = _merge(*left, *right, out_left, out_right)
+    if n > room:
+        out_left, out_right = np.empty(n, np.int64), np.empty(n, np.int64)
+        _merge(*left, *right, out_left, out_right)
+    pairs = np.unique(out_left[:n] << 32 | out_right[:n])
+    return pairs >> 32, pairs & 0xFFFFFFFF
