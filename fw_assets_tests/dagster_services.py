@@ -461,12 +461,12 @@ class HeadlessChromium:
     def evaluate(self, expression: str) -> Any:
         return self.command("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
-    def click(self, what: str, selector: str, text: str, timeout: float = 60) -> None:
-        """Click (as a user would) the first element matching `selector` whose text is `text`,
-        waiting until the page shows one."""
+    def click(self, what: str, selector: str, text: str | None = None, timeout: float = 60) -> None:
+        """Click (as a user would) the first element matching `selector` (whose text is `text`, if
+        given), waiting until the page shows one."""
         expression = f"""(() => {{
             const found = [...document.querySelectorAll({json.dumps(selector)})]
-                .find(element => element.textContent.trim() === {json.dumps(text)});
+                .find(element => {json.dumps(text)} === null || element.textContent.trim() === {json.dumps(text)});
             if (found) found.click();
             return Boolean(found);
         }})()"""
