@@ -63,6 +63,7 @@ def bucketed(
         {
             **_bucketed_metadata(written, time.monotonic() - started),
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
         }
     )
 

@@ -42,6 +42,7 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: D
     yield report.materialization(
         {
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
             "dagster/row_count": source.rows,
             "files": len(source.files),
             "bytes": dg.MetadataValue.int(source.bytes),

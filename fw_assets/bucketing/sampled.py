@@ -72,6 +72,7 @@ def sampled(
             "raw_rechecked": raw_rechecked,
             "raw_guard_seconds": raw_guard_seconds,
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
         }
     )
 
