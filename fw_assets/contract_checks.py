@@ -13,8 +13,8 @@ attached to the `MaterializeResult` are evaluated just after it is stored, so ea
 point at the very data they checked; a result yielded before it would point at the dump's previous
 materialization, or at none. A refused step stores no materialization: its results still carry the
 dump's partition, and the UI shows them against the dump's last published output, which stays as it
-was. The specs are blocking too, which keeps publishing stopped for anyone yielding a failed result
-without raising.
+was. The specs are blocking too: should a failed blocking result ever reach Dagster without the step
+raising, the dump's later stages still do not run.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
