@@ -416,6 +416,13 @@ def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
     for key in keys:
         assert status[(key.asset_key.to_user_string(), key.name, DUMP)] == AssetCheckExecutionRecordStatus.SUCCEEDED
     assert status[("raw", "key_columns", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.FAILED
+    # each result is of its dump and points at the materialization its own run made of that dump
+    for evaluation in good.result.get_asset_check_evaluations():
+        assert evaluation.partition == DUMP
+        assert evaluation.target_materialization_data.run_id == good.result.run_id, evaluation.asset_check_key
+    # a refused dump's results still name it; it has no materialization for them to point at
+    for evaluation in refused.result.get_asset_check_evaluations():
+        assert evaluation.partition == OTHER_DUMP and evaluation.target_materialization_data is None
     # the refused dump's later checks were planned, never evaluated: its sampled step never ran
     assert status[("sampled", "sampling_ratio", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.PLANNED
     assert not refused.result.success

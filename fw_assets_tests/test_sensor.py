@@ -180,3 +180,13 @@ def test_the_sensor_is_on_by_default_and_targets_the_dump_chain():
     sensor = defs.resolve_sensor_def("new_dumps")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert sensor.job_name == "dump_chain"
+
+
+def test_two_complete_dumps_are_two_runs_each_of_the_whole_chain(instance, source):
+    write_dump(source, DUMP)
+    write_dump(source, OTHER_DUMP)
+    result = tick(instance, source)
+    assert sorted(requested_dumps(result)) == [DUMP, OTHER_DUMP]
+    job = defs.resolve_job_def("dump_chain")
+    assert job.partitions_def == defs.resolve_assets_def("raw").partitions_def
+    assert set(job.asset_layer.executable_asset_keys) == {asset.key for asset in defs.assets}

@@ -2,7 +2,6 @@
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
 keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.layout import bucket_dump_dir, bucketed_files
+from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.manifest import describe
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
@@ -138,6 +138,8 @@ def test_metadata_names_the_tokenizer_and_counts_every_bucket(case):
     assert meta["bytes_written"] == sum(f.stat().st_size for f in files)
     assert meta["tokens_per_second"] > 0
     assert "| bucket | documents | tokens |" in meta["buckets"]
+    # the cores used: 2 workers as configured, the tests' DuckDB threads, the process's usable cores
+    assert (meta["workers"], meta["threads"], meta["usable_cores"]) == (2, 2, usable_cores())
 
 
 @pytest.mark.parametrize("kind, dtype, code", [("tiktoken", np.int32, 4), ("hf_json", np.uint16, 8)])
@@ -368,10 +370,10 @@ def test_workers_import_no_dagster():
     assert completed.stdout.strip() == "[]"
 
 
-def test_tokenizer_resource_defaults_to_cl100k_on_every_core():
+def test_tokenizer_resource_defaults_to_cl100k_on_every_usable_core():
     resource = TokenizerResource()
     assert resource.spec().load().identity()["name"] == CL100K
-    assert resource.worker_count() == len(os.sched_getaffinity(0))
+    assert resource.worker_count() == usable_cores()
     assert TokenizerResource(eod_token="<|endofprompt|>").spec().load().eod_id == 100276
     with pytest.raises(ValueError, match="batch_size"):
         TokenizerResource(batch_size=0).batch_rows()
@@ -383,8 +385,8 @@ def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
     tokenized_def = defs.resolve_assets_def("tokenized")
     bucketed_def = defs.resolve_assets_def("bucketed")
     assert tokenized_def.partitions_def == bucketed_def.partitions_def
-    assert tokenized_def.backfill_policy == dg.BackfillPolicy.multi_run(1)
-    assert tokenized_def.backfill_policy == bucketed_def.backfill_policy
+    # Dagster's default (one run per partition) for every asset of the chain, so they share a run
+    assert tokenized_def.backfill_policy is None and bucketed_def.backfill_policy is None
     assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu"
     assert dg.AssetKey("bucketed") in tokenized_def.dependency_keys
     assert "tokenizer" in defs.resources

@@ -4,10 +4,11 @@ import time
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS, Events, naming_unreadable_files, report
+from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS, naming_unreadable_files
 from fw_assets.bucketing.inputs import read_dump_source
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.bucketing.steps import STEPS_SQL, bucket_stats, write_buckets
+from fw_assets.contract_checks import ContractReport, Events
 from fw_assets.contracts import bucketed as bucketed_contract
 from fw_assets.contracts.bucketed import check_bucketed
 from fw_assets.layout import bucket_dump_dirs, selection_path, spill_dir
@@ -53,14 +54,16 @@ def bucketed(
             contract = Stopwatch()
             staged = {bucket: sorted(folder.glob("*.parquet")) for bucket, folder in folders.items()}
             outcomes = check_bucketed(con, source.dump, staged, selection, SEED_POLICY)
+            report = ContractReport(source.dump, "bucketed", outcomes)
             contract_seconds = contract.seconds()
-        yield from report(source.dump, "bucketed", outcomes)
+        yield from report.refuse_if_blocked()
         targets = bucket_dump_dirs(storage.output_root, source.dump, SEED_POLICY)
         staging.publish({target: folders.get(bucket) for bucket, target in targets.items()})
-    yield dg.MaterializeResult(
-        metadata={
+    yield report.materialization(
+        {
             **_bucketed_metadata(written, time.monotonic() - started),
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
         }
     )
 

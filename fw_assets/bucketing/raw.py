@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import RAW_CHECK_SPECS, Events, report
+from fw_assets.bucketing.checks import RAW_CHECK_SPECS
+from fw_assets.contract_checks import ContractReport, Events
 from fw_assets.bucketing.inputs import find_dump_source
 from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts.raw import check_raw
@@ -34,13 +35,14 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: D
     source, problems = find_dump_source(dump, source_dump_dir(storage.source_root, dump))
     with warehouse.connect(spill_dir(storage.output_root)) as con:
         contract = Stopwatch()
-        outcomes = check_raw(con, dump, source.files, problems)
+        report = ContractReport(dump, "raw", check_raw(con, dump, source.files, problems))
         contract_seconds = contract.seconds()
-        yield from report(dump, "raw", outcomes)
+        yield from report.refuse_if_blocked()
         histogram = con.execute(load_sql("score_histogram"), {"files": source.paths}).fetchall()
-    yield dg.MaterializeResult(
-        metadata={
+    yield report.materialization(
+        {
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
             "dagster/row_count": source.rows,
             "files": len(source.files),
             "bytes": dg.MetadataValue.int(source.bytes),

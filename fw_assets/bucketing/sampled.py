@@ -4,10 +4,11 @@ import time
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import SAMPLED_CHECK_SPECS, Events, guard, report
+from fw_assets.bucketing.checks import SAMPLED_CHECK_SPECS
 from fw_assets.bucketing.inputs import DumpSource, read_dump_source
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.steps import STEPS_SQL, selection_counts, write_selection
+from fw_assets.contract_checks import ContractReport, Events, guard
 from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts import selection as selection_contract
 from fw_assets.contracts.raw import check_raw
@@ -59,16 +60,19 @@ def sampled(
             write_selection(con, source.paths, staged, SEED_POLICY, reporter)
             counts = selection_counts(con, staged)
             contract = Stopwatch()
-            outcomes = check_selection(con, staged, SEED_POLICY, source.rows)
+            report = ContractReport(
+                source.dump, "sampled", check_selection(con, staged, SEED_POLICY, source.rows)
+            )
             contract_seconds = contract.seconds()
-        yield from report(source.dump, "sampled", outcomes)
+        yield from report.refuse_if_blocked()
         staging.publish({selection_path(storage.output_root, source.dump): staged})
-    yield dg.MaterializeResult(
-        metadata={
+    yield report.materialization(
+        {
             **_selection_metadata(counts, time.monotonic() - started),
             "raw_rechecked": raw_rechecked,
             "raw_guard_seconds": raw_guard_seconds,
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
         }
     )
 

@@ -8,7 +8,6 @@ Worker processes import only this module's light dependencies (numpy, tiktoken, 
 never Dagster: keep it that way, every worker pays for its imports when it starts.
 """
 
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -49,11 +48,6 @@ def encode_with_eod(tokenizer: Tokenizer, texts: Sequence[str]) -> EncodedBatch:
     # wrap: every id is below vocab_size, which the dtype was chosen to hold.
     parts = [part for ids in encoded for part in (ids, eod)]
     return EncodedBatch(np.concatenate(parts, dtype=dtype, casting="unsafe"), lengths)
-
-
-def default_worker_count() -> int:
-    """The cores this process may run on (its CPU affinity, not the machine's core count)."""
-    return len(os.sched_getaffinity(0))
 
 
 class ParallelEncoder:

@@ -70,10 +70,13 @@ def tokenized(
         progress.report()
         staging.publish(_moves(storage, name, dump, staging.path, written))
     return dg.MaterializeResult(
-        metadata=_metadata(
-            written, identity, str(token_dtype), workers, time.monotonic() - started,
-            tokenizer_dir(storage.output_root, name),
-        )
+        metadata={
+            **_metadata(
+                written, identity, str(token_dtype), workers, time.monotonic() - started,
+                tokenizer_dir(storage.output_root, name),
+            ),
+            **warehouse.cores_metadata(),  # the DuckDB threads ordering the keys; usable_cores
+        }
     )
 
 
