@@ -9,23 +9,26 @@ import dagster as dg
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
+from fw_assets.automation.dedup_reruns import stale_dedup
 from fw_assets.automation.sensors import new_dumps
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.dedup.minhash import minhash
 from fw_assets.jobs import dump_chain_job
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 
 defs = dg.Definitions(
-    assets=[raw, sampled, bucketed, tokenized],
+    assets=[raw, sampled, bucketed, minhash, deduplicated, tokenized],
     # A dump's run is a chain whose every step already uses all usable cores (DuckDB threads, the
     # tokenizer's process pool): a process per step would only add a Python + Dagster start per
     # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.
     executor=dg.in_process_executor,
     jobs=[dump_chain_job],
-    sensors=[new_dumps],
+    sensors=[new_dumps, stale_dedup],
     resources={
         "storage": FineWebStorage.from_environment(),
         "warehouse": DuckDBSteps(),

@@ -10,9 +10,11 @@ import pyarrow.parquet as pq
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.dedup.minhash import minhash
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 
-CHAIN = [raw, sampled, bucketed]
+CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
 
 
 def resources(source_root: Path, output_root: Path) -> dict:

@@ -106,12 +106,13 @@ def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: st
 
 
 def assert_accepted(run: Run) -> None:
-    """Every stage was recorded and all nine blocking checks passed."""
+    """Every stage was recorded and all ten blocking checks passed (the bucketing contracts' nine
+    and deduplicated.reconciliation)."""
     assert run.result.success
     assert all(run.materialized(asset) for asset in ("raw", "sampled", "bucketed"))
     evaluations = run.result.get_asset_check_evaluations()
     blocking = [e for e in evaluations if e.severity == dg.AssetCheckSeverity.ERROR]
-    assert len(blocking) == 9 and all(e.passed for e in blocking)
+    assert len(blocking) == 10 and all(e.passed for e in blocking)
 
 
 def ids_at(path: Path, rows: list[int]) -> list[str]:

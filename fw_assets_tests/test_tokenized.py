@@ -13,9 +13,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucket_dump_dir, bucketed_files
+from fw_assets.layout import bucket_dump_dir, bucketed_files, dedup_path
 from fw_assets.lib.cores import usable_cores
-from fw_assets.lib.manifest import describe
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
 from fw_assets.policy import SEED_POLICY
@@ -26,6 +25,7 @@ from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
 from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.reconciliation import kept_per_bucket
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
@@ -50,9 +50,12 @@ def tokenized_tree(output: Path, tokenizer: str = "") -> dict[str, str]:
 
 
 def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
+    """The bucket's documents that the dump's dedup decisions keep: what tokenized must hold."""
     files = sorted(bucket_dump_dir(output, bucket, dump).glob("*.parquet"))
     table = pa.concat_tables(pq.read_table(f, columns=["id", "text"]) for f in files)
-    return dict(zip(table.column("id").to_pylist(), table.column("text").to_pylist()))
+    decisions = pq.read_table(dedup_path(output, dump), columns=["id", "keep"])
+    kept = set(decisions.filter(decisions.column("keep")).column("id").to_pylist())
+    return {i: t for i, t in zip(table.column("id").to_pylist(), table.column("text").to_pylist()) if i in kept}
 
 
 def staged_leftovers(output: Path) -> list[str]:
@@ -114,7 +117,7 @@ def test_every_document_decodes_back_to_its_text_and_ends_with_eod(case):
         texts = bucket_texts(output, bucket)
 
         assert docs["document_index"] == list(range(len(texts)))
-        assert sorted(docs["id"]) == sorted(texts), "every bucketed document, each once"
+        assert sorted(docs["id"]) == sorted(texts), "every kept document, each once"
         assert docs["id"] == sorted(docs["id"]), "documents are in id order"
         assert reader.document_count == len(reader) == len(texts) == meta[f"documents_{bucket}"]
         assert reader.sequence_lengths.tolist() == docs["token_count"]
@@ -123,6 +126,18 @@ def test_every_document_decodes_back_to_its_text_and_ends_with_eod(case):
             tokens = reader[i]
             assert tokens[-1] == tokenizer.eod_id, (bucket, doc_id)
             assert tokenizer.decode(tokens[:-1]) == texts[doc_id], (bucket, doc_id)
+
+
+def test_only_kept_documents_are_tokenized_and_the_check_says_so(case):
+    output, tokenizer, meta = case
+    decisions = pq.read_table(dedup_path(output, DUMP)).to_pylist()
+    dropped = {r["id"] for r in decisions if not r["keep"]}
+    assert dropped, "the generated dump plants near-duplicate twins"
+    tokenized_ids = set()
+    for bucket in BUCKETS:
+        tokenized_ids |= set(read_document_index(token_prefix(output, tokenizer.name, bucket, DUMP))["id"].to_pylist())
+    assert tokenized_ids == {r["id"] for r in decisions if r["keep"]}
+    assert meta["documents"] == len(decisions) - len(dropped)
 
 
 def test_metadata_names_the_tokenizer_and_counts_every_bucket(case):
@@ -227,12 +242,14 @@ def test_only_token_files_are_published_and_no_scratch_file_outlives_the_run(pub
 
 
 def bucket_inputs(output: Path, prefix_root: Path) -> list[BucketInput]:
-    """DUMP's published buckets, to tokenize straight into `prefix_root/<bucket>/DUMP.*`."""
+    """DUMP's published buckets with its published dedup decisions, to tokenize straight into
+    `prefix_root/<bucket>/DUMP.*`."""
     buckets = []
+    decisions = dedup_path(output, DUMP)
+    kept = kept_per_bucket(decisions)
     for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
         (prefix_root / bucket).mkdir(parents=True)
-        documents = sum(describe(f).rows for f in files)
-        buckets.append(BucketInput(bucket, files, documents, prefix_root / bucket / DUMP))
+        buckets.append(BucketInput(bucket, files, kept[bucket], prefix_root / bucket / DUMP, decisions))
     return buckets
 
 
@@ -293,7 +310,9 @@ def test_documents_sharing_an_id_are_written_in_one_order_whatever_the_read_orde
         (folder / "out").mkdir(parents=True)
         table = pa.table({"id": [ids[i] for i in order], "text": [texts[i] for i in order]})
         pq.write_table(table, folder / "bucket.parquet", row_group_size=1)
-        bucket = BucketInput("3.0", [folder / "bucket.parquet"], len(ids), folder / "out" / DUMP)
+        decisions = folder / "decisions.parquet"  # every id kept
+        pq.write_table(pa.table({"id": sorted(set(ids)), "bucket": ["3.0"] * 2, "keep": [True] * 2}), decisions)
+        bucket = BucketInput("3.0", [folder / "bucket.parquet"], len(ids), folder / "out" / DUMP, decisions)
         tokenize_directly([bucket], folder / "scratch", lambda line: None, 1, 2, 64)
         written.append([f.read_bytes() for f in token_files(bucket.prefix)])
         docs = read_document_index(bucket.prefix).column("id").to_pylist()

@@ -1,13 +1,16 @@
--- The documents of one bucket of one dump, to tokenize in whatever order DuckDB reads them.
+-- The kept documents of one bucket of one dump, to tokenize in whatever order DuckDB reads them.
 --
 -- No ORDER BY: the texts are never sorted. Their tokens go to a scratch file in this order, and
 -- only the small keys are ordered by id afterwards (token_keys_by_id.sql). text_hash breaks ties
 -- between rows sharing an id (the bucketed contracts refuse those), so the published order never
--- depends on the order the rows were read in.
+-- depends on the order the rows were read in. Documents the dump's dedup decisions drop are left
+-- out.
 --
---   $files  the bucket's published parquet files
+--   $files  the bucket's published parquet files;  $decisions  the dump's dedup decision file
+--   $bucket  the bucket
 SELECT
     id,
     text,
     hash(text) AS text_hash
-FROM read_parquet($files);
+FROM read_parquet($files)
+WHERE id IN (SELECT id FROM read_parquet($decisions) WHERE keep AND bucket = $bucket);

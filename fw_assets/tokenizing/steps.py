@@ -49,12 +49,14 @@ KEY_BATCH_ROWS = 1 << 16
 
 @dataclass(frozen=True)
 class BucketInput:
-    """One bucket of a dump to tokenize: its files, how many documents they hold, the output prefix."""
+    """One bucket of a dump to tokenize: its files, how many documents of them the dump's dedup
+    decisions keep (only those are tokenized), the output prefix."""
 
     name: str
     files: list[Path]
     documents: int
     prefix: Path
+    decisions: Path
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,9 @@ def _encode_in_read_order(
     where: str,
 ) -> tuple[int, int]:
     """Encode the bucket's documents into its scratch files. Returns (documents, tokens)."""
-    parameters = {"files": [str(f) for f in bucket.files]}
+    parameters = {
+        "files": [str(f) for f in bucket.files], "decisions": str(bucket.decisions), "bucket": bucket.name,
+    }
     with con.cursor() as cursor:
         # a relation's reader streams; a DB-API result's (cursor.execute) would hold every row
         reader = cursor.sql(load_sql("documents_to_tokenize"), params=parameters).to_arrow_reader(batch_rows)

@@ -6,8 +6,17 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.layout import bucket_dump_dir, bucketed_files, token_files, token_prefix, tokenizer_dir
-from fw_assets.lib.manifest import describe
+from fw_assets.contract_checks import ContractReport, Events, check_specs
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.layout import (
+    bucket_dump_dir,
+    bucketed_files,
+    dedup_path,
+    docs_path,
+    token_files,
+    token_prefix,
+    tokenizer_dir,
+)
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.versions import code_version
@@ -17,35 +26,43 @@ from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.progress import TokenProgress
+from fw_assets.tokenizing.reconciliation import (
+    RECONCILIATION_SQL,
+    TOKENIZED_CHECKS,
+    check_tokenized,
+    kept_per_bucket,
+)
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tokenize_buckets
 
 
 # The code that decides the bytes of the token files, hashed into the code version. The tokenizer
 # itself is configuration: its identity names the output folder and is recorded in every run.
-SQL = STEPS_SQL
+SQL = (*STEPS_SQL, *RECONCILIATION_SQL)
 MODULES = tuple(
     f"fw_assets.tokenizing.{name}"
-    for name in ("tokenizer", "encode", "indexed_dataset", "doc_index", "steps")
+    for name in ("tokenizer", "encode", "indexed_dataset", "doc_index", "steps", "reconciliation")
 )
 
 
 @dg.asset(
     **PER_DUMP,
-    deps=[bucketed],
+    deps=[bucketed, deduplicated],
     pool="tokenizer",
     code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
+    check_specs=check_specs("tokenized", TOKENIZED_CHECKS),
     description="Each bucket of the dump as Megatron-LM token files: "
     "tokenized/<tokenizer>/<bucket>/<dump>.bin + .idx (one sequence per document, EOD appended, "
-    "documents in id order) and .docs.parquet (document index -> source id, token count).",
+    "documents in id order) and .docs.parquet (document index -> source id, token count); only the "
+    "documents the dump's dedup decisions keep.",
 )
 def tokenized(
     context: dg.AssetExecutionContext,
     storage: FineWebStorage,
     warehouse: DuckDBSteps,
     tokenizer: TokenizerResource,
-) -> dg.MaterializeResult:
+) -> Events:
     dump = context.partition_key
     spec = tokenizer.spec()
     identity = spec.load().identity()  # loads it here first: a bad configuration fails at once
@@ -67,10 +84,18 @@ def tokenized(
                 con, buckets, encoder, token_dtype, batch_rows, progress, context.log.info, dump,
                 scratch=staging.path / "scratch",
             )
+            sidecars = {
+                b.name: docs_path(staging.path / b.name / dump) if b.name in written else None
+                for b in SEED_POLICY.buckets
+            }
+            report = ContractReport(
+                dump, "tokenized", [check_tokenized(con, dedup_path(storage.output_root, dump), sidecars)]
+            )
         progress.report()
+        yield from report.refuse_if_blocked()
         staging.publish(_moves(storage, name, dump, staging.path, written))
-    return dg.MaterializeResult(
-        metadata={
+    yield report.materialization(
+        {
             **_metadata(
                 written, identity, str(token_dtype), workers, time.monotonic() - started,
                 tokenizer_dir(storage.output_root, name),
@@ -81,8 +106,8 @@ def tokenized(
 
 
 def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
-    """The dump's buckets that hold documents (counted from the published files' footers), each
-    with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
+    """The dump's buckets that keep documents (counted in its dedup decisions), each with its
+    staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
     root = storage.output_root
     files = bucketed_files(root, dump, SEED_POLICY)
     if not any(files.values()):
@@ -90,13 +115,19 @@ def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[Bu
             f"Dump {dump}: no bucketed parquet under {bucket_dump_dir(root, '<bucket>', dump)}/ "
             "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
         )
+    decisions = dedup_path(root, dump)
+    if not decisions.is_file():
+        raise dg.Failure(
+            f"Dump {dump}: no dedup decisions at {decisions}. Materialize `deduplicated` for this "
+            "dump first; nothing was published."
+        )
+    kept = kept_per_bucket(decisions)
     buckets = []
     for bucket, paths in files.items():
-        documents = sum(describe(path).rows for path in paths)
-        if documents:
+        if kept.get(bucket, 0):
             prefix = staging / bucket / dump
             prefix.parent.mkdir(parents=True)
-            buckets.append(BucketInput(bucket, paths, documents, prefix))
+            buckets.append(BucketInput(bucket, paths, kept[bucket], prefix, decisions))
     return buckets
 
 

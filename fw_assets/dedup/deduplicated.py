@@ -1,0 +1,138 @@
+"""`deduplicated`: one near-duplicate decision per bucketed id of a dump, `dedup/<dump>.parquet`.
+
+A dump is decided against its own minhash file and the minhash files of every earlier dump that
+has one (fw_assets.dedup.decide): a dump never downloaded has none and does not block. Decisions
+never change older dumps', so one run per dump writes only its own file.
+"""
+
+import time
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from fw_assets.contract_checks import ContractReport, Events, check_specs
+from fw_assets.dedup import checks as dedup_checks
+from fw_assets.dedup.checks import (
+    DEDUP_CHECKS,
+    bucket_drops,
+    check_decisions,
+    example_pairs,
+    similarity_histogram,
+)
+from fw_assets.dedup.decide import DecisionSummary, decide_dump
+from fw_assets.dedup.minhash import minhash
+from fw_assets.dedup.minhash_file import MinhashFileError
+from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.layout import bucketed_files, dedup_path, minhash_path, spill_dir
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP, dump_partitions, this_and_earlier_dumps
+from fw_assets.policy import SEED_POLICY
+from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+
+SQL = (
+    "dedup_current_documents", "dedup_current_keys", "dedup_within_candidates",
+    "dedup_involved_documents", "dedup_decisions", "dedup_sorted_keys", *dedup_checks.CHECKS_SQL,
+)
+MODULES = tuple(
+    f"fw_assets.dedup.{name}"
+    for name in ("decide", "checks", "sorted_keys", "minhash_file", "signatures", "row_groups", "policy")
+)
+# The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
+FINGERPRINT = MINHASH_POLICY.fingerprint()
+
+
+@dg.asset(
+    **PER_DUMP,
+    deps=[dg.AssetDep(minhash, partition_mapping=this_and_earlier_dumps())],
+    **DUCKDB_STEP,
+    code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
+    check_specs=check_specs("deduplicated", DEDUP_CHECKS),
+    description="One decision per bucketed id: `dedup/<dump>.parquet` (id, bucket, keep, "
+    "duplicate_of, duplicate_of_dump, similarity). The earliest crawl wins; within a dump each "
+    "near-duplicate cluster keeps its best-scoring document. Scope: $FW_DEDUP_SCOPE.",
+)
+def deduplicated(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
+) -> Events:
+    dump, root = context.partition_key, storage.output_root
+    own = minhash_path(root, dump)
+    if not own.is_file():
+        raise dg.Failure(
+            f"Dump {dump}: no minhash file at {own}; materialize minhash for this dump first. "
+            "Nothing was published."
+        )
+    earlier = {
+        d: minhash_path(root, d)
+        for d in dump_partitions.get_partition_keys()
+        if d < dump and minhash_path(root, d).is_file()
+    }
+    bucketed_of = {d: _bucketed_paths(storage, d) for d in (dump, *earlier)}
+    started = time.monotonic()
+    with (
+        staged_publication(root, f"dedup-{dump}") as staging,
+        warehouse.connect(spill_dir(root)) as con,
+    ):
+        staged = staging.path / f"{dump}.parquet"
+        try:
+            summary = decide_dump(con, dump, own, list(earlier.items()), staged, MINHASH_POLICY)
+        except MinhashFileError as error:
+            raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
+        decide_seconds = time.monotonic() - started
+        outcomes = check_decisions(
+            con, dump, staged, bucketed_of[dump], {dump: own, **earlier}, MINHASH_POLICY
+        )
+        report = ContractReport(dump, "deduplicated", outcomes)
+        metadata = _metadata(con, dump, staged, bucketed_of, summary, len(earlier))
+        yield from report.refuse_if_blocked()
+        staging.publish({dedup_path(root, dump): staged})
+    seconds = time.monotonic() - started
+    timing = {
+        "seconds": round(seconds, 2),
+        "decide_seconds": round(decide_seconds, 2),
+        "documents_per_second": round(summary.documents / max(seconds, 1e-9)),
+    }
+    yield report.materialization({**metadata, **timing, **warehouse.cores_metadata()})
+
+
+def _bucketed_paths(storage: FineWebStorage, dump: str) -> list[Path]:
+    return [p for paths in bucketed_files(storage.output_root, dump, SEED_POLICY).values() for p in paths]
+
+
+def _metadata(
+    con: duckdb.DuckDBPyConnection,
+    dump: str,
+    decisions: Path,
+    bucketed_of: dict[str, list[Path]],
+    summary: DecisionSummary,
+    earlier_dumps: int,
+) -> dict:
+    buckets = bucket_drops(con, decisions, dump)
+    metadata = {
+        "dagster/row_count": summary.documents,
+        "documents": summary.documents,
+        "dropped_within_dump": summary.dropped_within_dump,
+        "dropped_against_earlier": summary.dropped_against_earlier,
+        "kept": summary.documents - summary.dropped_within_dump - summary.dropped_against_earlier,
+        "earlier_dumps_read": earlier_dumps,
+        "policy": FINGERPRINT,
+        "scope": str(MINHASH_POLICY.scope),
+    }
+    for bucket, b in buckets.items():
+        metadata[f"dropped_within_dump_{bucket}"] = b.dropped_within_dump
+        metadata[f"dropped_against_earlier_{bucket}"] = b.dropped_against_earlier
+    metadata["buckets"] = dg.MetadataValue.md(
+        table(
+            ["bucket", "documents", "dropped within dump", "dropped against earlier dumps", "kept"],
+            [
+                (bucket, b.documents, b.dropped_within_dump, b.dropped_against_earlier,
+                 b.documents - b.dropped)
+                for bucket, b in buckets.items()
+            ],
+        )
+    )
+    metadata["similarity_of_drops"] = dg.MetadataValue.md(similarity_histogram(con, decisions))
+    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, bucketed_of))
+    return metadata
