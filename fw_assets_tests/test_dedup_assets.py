@@ -1,0 +1,153 @@
+"""minhash -> deduplicated -> tokenized through Dagster, in-process, on generated dumps with
+planted near-duplicates: drops and checks on the right dump, lineage to every earlier dump,
+stale later dumps re-run by the `stale_dedup` sensor to the same bytes as in crawl order, a bad
+earlier file named with nothing published, the explain command, a repeated dump warned about."""
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContextForTest
+
+from fw_assets.automation.dedup_reruns import stale_dedup
+from fw_assets.dedup.__main__ import main as dedup_command
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.dedup.minhash import minhash
+from fw_assets.definitions import defs
+from fw_assets.layout import dedup_path, minhash_path, sorted_keys_path, source_dump_dir
+from fw_assets.synthetic import write_sample_dumps
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.helpers import CHAIN, materialize_dump
+
+EARLY, LATE = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
+ROWS = 1_500
+TOKENIZER = {"tokenizer": TokenizerResource()}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("dedup-source")
+    write_sample_dumps(root, (EARLY, LATE), rows_per_dump=ROWS, seed=5)
+    return root
+
+
+@pytest.fixture(scope="module")
+def in_order(source, tmp_path_factory) -> tuple[Path, dict[str, dg.ExecuteInProcessResult]]:
+    """Both dumps' chains in crawl order, as the sensor runs them."""
+    output = tmp_path_factory.mktemp("in-order")
+    with dg.instance_for_test() as instance:
+        results = {d: materialize_dump(source, output, d, instance=instance) for d in (EARLY, LATE)}
+    return output, results
+
+
+def materialization(result: dg.ExecuteInProcessResult, asset) -> dict:
+    (event,) = result.asset_materializations_for_node(asset.op.name)
+    return {key: value.value for key, value in event.metadata.items()}
+
+
+def test_drops_within_and_against_earlier_dumps_and_their_checks_on_the_right_dump(in_order):
+    output, results = in_order
+    early, late = (materialization(results[d], deduplicated) for d in (EARLY, LATE))
+    assert early["dropped_within_dump"] > 0 and early["dropped_against_earlier"] == 0
+    assert late["dropped_against_earlier"] > 0 and late["earlier_dumps_read"] == 1
+    assert late["documents"] == pq.read_metadata(dedup_path(output, LATE)).num_rows
+    assert late["kept"] == late["documents"] - late["dropped_within_dump"] - late["dropped_against_earlier"]
+    assert sum(v for k, v in late.items() if k.startswith("dropped_against_earlier_")) == late["dropped_against_earlier"]
+    pairs = late["example_pairs"].splitlines()[2:]
+    assert len(pairs) == 10 and all(EARLY in row or LATE in row for row in pairs)
+    assert "(text not published)" not in late["example_pairs"]
+    assert "0.95–1.00" in late["similarity_of_drops"] or "0.90–0.95" in late["similarity_of_drops"]
+    assert late["seconds"] > 0 and late["documents_per_second"] > 0
+    for dump, result in results.items():
+        checks = {e.check_name: e for e in result.get_asset_check_evaluations() if e.asset_key == deduplicated.key}
+        assert set(checks) == {"reconciliation", "drop_share"}
+        assert all(e.passed and e.partition == dump for e in checks.values())
+        assert checks["drop_share"].severity == dg.AssetCheckSeverity.WARN
+
+
+def test_lineage_maps_each_dump_to_itself_and_every_earlier_dump():
+    graph = defs.resolve_asset_graph()
+    mapping = graph.get_partition_mapping(deduplicated.key, minhash.key)
+    partitions = minhash.partitions_def
+    mapped = mapping.get_upstream_mapped_partitions_result_for_partitions(
+        partitions.subset_with_partition_keys([LATE]), partitions, partitions
+    ).partitions_subset.get_partition_keys()
+    assert set(mapped) == {k for k in partitions.get_partition_keys() if k <= LATE}
+
+
+def test_a_late_earlier_dump_marks_the_later_one_stale_and_its_rerun_matches_crawl_order(
+    source, in_order, tmp_path
+):
+    output = tmp_path / "reverse"
+    with dg.instance_for_test() as instance:
+        materialize_dump(source, output, LATE, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER)
+        context = dg.build_sensor_context(instance=instance, definitions=defs)
+        assert not stale_dedup(context).run_requests  # nothing earlier yet
+        materialize_dump(source, output, EARLY, instance=instance)  # downloaded late
+
+        resolver = CachingStaleStatusResolver(instance, defs.resolve_asset_graph(), LoadingContextForTest(instance))
+        assert resolver.get_status(deduplicated.key, LATE) == StaleStatus.STALE
+        requests = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
+            (LATE, {deduplicated.key, tokenized.key})
+        ]
+        first_pass = dedup_path(output, LATE).read_bytes()
+        materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated, tokenized], extra_resources=TOKENIZER)
+        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+    in_order_output, _ = in_order
+    for dump in (EARLY, LATE):
+        assert dedup_path(output, dump).read_bytes() == dedup_path(in_order_output, dump).read_bytes()
+    assert first_pass != dedup_path(output, LATE).read_bytes()  # decided alone, it kept more
+
+
+def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(source, in_order, tmp_path):
+    output = tmp_path / "damaged"
+    shutil.copytree(in_order[0], output)
+    keys = sorted_keys_path(minhash_path(output, EARLY))
+    keys.write_bytes(keys.read_bytes()[:-200])
+    before = dedup_path(output, LATE).read_bytes()
+    result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    message = failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
+    assert str(keys) in message and "Nothing was published" in message
+    assert dedup_path(output, LATE).read_bytes() == before
+
+
+def test_explain_says_why_a_document_was_dropped(in_order, capsys):
+    output, _ = in_order
+    decisions = pq.read_table(dedup_path(output, LATE)).to_pylist()
+    dropped = next(r for r in decisions if not r["keep"] and r["duplicate_of_dump"] == EARLY)
+    kept = next(r for r in decisions if r["keep"])
+    assert dedup_command(["explain", dropped["id"], kept["id"], "--output", str(output)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"near-duplicate of {dropped['duplicate_of']} ({EARLY})" in lines[0]
+    assert "share band(s)" in lines[0] and f"{dropped['similarity']:.3f}" in lines[0]
+    assert lines[1].endswith("is kept.")
+    assert dedup_command(["explain", "<urn:uuid:nothing>", "--output", str(output)]) == 1
+
+
+def test_a_repeated_dump_warns_on_its_drop_share_and_still_publishes(source, in_order, tmp_path):
+    output = tmp_path / "repeated"
+    shutil.copytree(in_order[0], output)
+    repeat = "CC-MAIN-2014-10"
+    source_dump_dir(source, repeat).mkdir()
+    for path in sorted(source_dump_dir(source, EARLY).glob("*.parquet")):  # the same pages again
+        table = pq.read_table(path)
+        for column in ("dump", "file_path"):
+            renamed = pc.replace_substring(table.column(column), EARLY, repeat)
+            table = table.set_column(table.schema.get_field_index(column), column, renamed)
+        pq.write_table(table, source_dump_dir(source, repeat) / path.name)
+    try:
+        result = materialize_dump(source, output, repeat)
+    finally:
+        shutil.rmtree(source_dump_dir(source, repeat))
+    (share,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "drop_share"]
+    assert not share.passed and share.severity == dg.AssetCheckSeverity.WARN and share.partition == repeat
+    assert "warning above 30%" in " ".join(share.metadata["problems"].value)
+    assert dedup_path(output, repeat).is_file()
