@@ -1,6 +1,7 @@
 """Shared test helpers: run the chain on real files and read what it published."""
 
 import hashlib
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -8,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.bucketing.assets import bucketed, raw, sampled
+from fw_assets.lib.publish import record_path
 from fw_assets.resources import DuckDBResource, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed]
@@ -51,3 +53,12 @@ def published_tree(output_root: Path) -> dict[str, str]:
         for p in sorted(output_root.rglob("*"))
         if p.is_file() and ".staging" not in p.relative_to(output_root).parts
     }
+
+
+def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
+    """After a test edits a published file: make the generation record agree with its new size,
+    as damage that no size check sees would."""
+    record_file = record_path(output_root, publication)
+    record = json.loads(record_file.read_text())
+    record["files"][str(published.relative_to(output_root))] = published.stat().st_size
+    record_file.write_text(json.dumps(record))

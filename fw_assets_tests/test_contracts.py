@@ -17,7 +17,7 @@ import pytest
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from fw_assets.bucketing.assets import bucketed, sampled
-from fw_assets.bucketing.layout import bucketed_files, selection_path
+from fw_assets.bucketing.layout import bucketed_files, sampled_publication, selection_path
 from fw_assets.contracts import rules
 from fw_assets.contracts.bucketed import check_bucketed
 from fw_assets.contracts.frames import failing_rows
@@ -29,7 +29,7 @@ from fw_assets.policy import SEED_POLICY
 from fw_assets.sample import sample_table, write_sample_dump
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import subprocess_env
-from fw_assets_tests.helpers import materialize_dump, published_tree
+from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size
 
 DUMP = "CC-MAIN-2013-20"
 OTHER_DUMP = "CC-MAIN-2013-48"
@@ -402,6 +402,7 @@ def test_bucketed_refuses_output_that_breaks_its_contract_and_keeps_the_publishe
     moved = [f.replace(str(good_dump[0]), str(workspace.source)) for f in table["source_file"].to_pylist()]
     table = bad.with_values("source_file", dict(enumerate(moved)))(table)
     pq.write_table(bad.with_values("bucket", {row: "4.0"})(table), path)
+    rerecord_size(workspace.output, sampled_publication(DUMP), path)
     workspace.published_before = published_tree(workspace.output)
 
     run = workspace.run(assets=[bucketed])

@@ -15,7 +15,13 @@ from fw_assets.bucketing.checks import (
     report,
 )
 from fw_assets.bucketing.inputs import DumpSource, find_dump_source, read_dump_source
-from fw_assets.bucketing.layout import bucket_dump_dirs, selection_path
+from fw_assets.bucketing.layout import (
+    bucket_contents,
+    bucket_dump_dirs,
+    bucketed_publication,
+    sampled_publication,
+    selection_path,
+)
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.bucketing.steps import bucket_stats, selection_counts, write_buckets, write_selection
@@ -23,7 +29,7 @@ from fw_assets.contracts.bucketed import check_bucketed
 from fw_assets.contracts.raw import check_raw
 from fw_assets.contracts.selection import check_selection
 from fw_assets.lib.progress import ProgressReporter
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import published_generation, recover_dump, staged_publication
 from fw_assets.lib.sql import load_sql, sql_fingerprint
 from fw_assets.partitions import dump_partitions
 from fw_assets.policy import SEED_POLICY
@@ -86,6 +92,7 @@ class Stopwatch:
 )
 def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource) -> Events:
     dump = context.partition_key
+    recover_dump(storage.output_root, dump, context.log.info)
     source, problems = find_dump_source(dump, storage.dump_dir(dump))
     with duckdb.connect(_spill_dir(storage)) as con:
         contract = Stopwatch()
@@ -125,7 +132,9 @@ def sampled(
 ) -> Events:
     source = _source(context, storage)
     started = time.monotonic()
-    with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
+    with staged_publication(
+        storage.output_root, sampled_publication(source.dump), source.dump, context.log.info
+    ) as staging:
         staged = staging.path / "selection.parquet"
         reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
         with duckdb.connect(_spill_dir(storage)) as con:
@@ -140,7 +149,10 @@ def sampled(
             outcomes = check_selection(con, staged, POLICY, source.rows)
             contract_seconds = contract.seconds()
         yield from report(source.dump, "sampled", outcomes)
-        staging.publish({selection_path(storage.output_root, source.dump): staged})
+        staging.publish(
+            {selection_path(storage.output_root, source.dump): staged},
+            {"rows": source.rows, "kept": sum(kept for _, kept in counts.values())},
+        )
     yield dg.MaterializeResult(
         metadata={
             **_selection_metadata(counts, time.monotonic() - started),
@@ -209,14 +221,18 @@ def bucketed(
     context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource
 ) -> Events:
     source = _source(context, storage)
-    selection = selection_path(storage.output_root, source.dump)
-    if not selection.is_file():
-        raise dg.Failure(
-            f"Dump {source.dump}: no selection at {selection}; materialize sampled first. "
-            "Nothing was published."
-        )
+    root, log = storage.output_root, context.log.info
+    selection = selection_path(root, source.dump)
     started = time.monotonic()
-    with staged_publication(storage.output_root, f"bucketed-{source.dump}") as staging:
+    with (
+        staged_publication(root, bucketed_publication(source.dump), source.dump, log) as staging,
+        published_generation(root, sampled_publication(source.dump), source.dump, log) as sampled_record,
+    ):
+        if sampled_record is None:
+            raise dg.Failure(
+                f"Dump {source.dump}: no published selection at {selection}; materialize sampled "
+                "first. Nothing was published."
+            )
         reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
         with duckdb.connect(_spill_dir(storage)) as con:
             with naming_unreadable_files(con, source.dump, "bucketed", source.paths):
@@ -227,8 +243,15 @@ def bucketed(
             outcomes = check_bucketed(con, source.dump, staged, selection, POLICY)
             contract_seconds = contract.seconds()
         yield from report(source.dump, "bucketed", outcomes)
-        targets = bucket_dump_dirs(storage.output_root, source.dump, POLICY)
-        staging.publish({target: folders.get(bucket) for bucket, target in targets.items()})
+        targets = bucket_dump_dirs(root, source.dump, POLICY)
+        rows = {bucket: w["rows"] for bucket, w in written.items()}
+        staging.publish(
+            {target: folders.get(bucket) for bucket, target in targets.items()},
+            {
+                "buckets": bucket_contents(root, folders, targets, rows),
+                "sampled_generation": sampled_record["generation"],
+            },
+        )
     yield dg.MaterializeResult(
         metadata={
             **_bucketed_metadata(written, time.monotonic() - started),

@@ -7,10 +7,9 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.assets import PER_DUMP, POLICY, bucketed
-from fw_assets.bucketing.layout import bucketed_files
-from fw_assets.lib.manifest import describe
+from fw_assets.bucketing.layout import bucketed_publication, recorded_bucket_files
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.sql import sql_fingerprint
 from fw_assets.resources import DuckDBResource, FineWebStorage
 from fw_assets.tokenizing.encode import ParallelEncoder
@@ -60,8 +59,12 @@ def tokenized(
     token_dtype = optimal_token_dtype(identity["vocab_size"])
     workers, batch_rows = tokenizer.worker_count(), tokenizer.batch_rows()
     started = time.monotonic()
-    with staged_publication(storage.output_root, f"tokenized-{name}-{dump}") as staging:
-        buckets = _bucket_inputs(storage, dump, staging.path)
+    root, log = storage.output_root, context.log.info
+    with (
+        staged_publication(root, f"tokenized-{name}-{dump}", dump, log) as staging,
+        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
+    ):
+        buckets = _bucket_inputs(storage, dump, bucketed_record, staging.path)
         total = sum(b.documents for b in buckets)
         context.log.info(
             f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
@@ -75,7 +78,10 @@ def tokenized(
                 scratch=staging.path / "scratch",
             )
         progress.report()
-        staging.publish(_moves(storage, name, dump, staging.path, written))
+        staging.publish(
+            _moves(storage, name, dump, staging.path, written),
+            _record_contents(written, identity, bucketed_record),
+        )
     return dg.MaterializeResult(
         metadata=_metadata(
             written, identity, str(token_dtype), workers, time.monotonic() - started,
@@ -84,18 +90,20 @@ def tokenized(
     )
 
 
-def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
-    """The dump's buckets that hold documents (counted from the published files' footers), each
-    with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
-    files = bucketed_files(storage.output_root, dump, POLICY)
-    if not any(files.values()):
+def _bucket_inputs(
+    storage: FineWebStorage, dump: str, record: dict | None, staging: Path
+) -> list[BucketInput]:
+    """The dump's buckets that hold documents, as the published generation of bucketed records
+    them, each with its staged output prefix. A bucket recorded without documents has nothing to
+    tokenize (see _moves); a bucket folder that is absent is never taken for an empty bucket."""
+    if record is None:
         raise dg.Failure(
-            f"Dump {dump}: no bucketed parquet under {storage.output_root / 'en'}/<bucket>/{dump}/ "
-            "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
+            f"Dump {dump}: bucketed was never published for this dump (no generation record "
+            f"under {storage.output_root / 'published'}). Materialize `bucketed` for this dump "
+            "first; nothing was published."
         )
     buckets = []
-    for bucket, paths in files.items():
-        documents = sum(describe(path).rows for path in paths)
+    for bucket, (documents, paths) in recorded_bucket_files(storage.output_root, record).items():
         if documents:
             prefix = staging / bucket / dump
             prefix.parent.mkdir(parents=True)
@@ -114,6 +122,16 @@ def _moves(
         staged = token_files(staging / bucket / dump) if bucket in written else [None] * len(targets)
         moves.update(zip(targets, staged))
     return moves
+
+
+def _record_contents(written: dict[str, BucketTokens], identity: dict, bucketed_record: dict) -> dict:
+    """What the generation record says: documents per bucket (0: no files, recorded as a fact),
+    the bucketed generation they were read from, and the tokenizer."""
+    return {
+        "documents": {b.name: written[b.name].documents if b.name in written else 0 for b in POLICY.buckets},
+        "bucketed_generation": bucketed_record["generation"],
+        "tokenizer": identity,
+    }
 
 
 def _metadata(
