@@ -56,12 +56,13 @@ def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
 
 
 def staged_leftovers(output: Path) -> list[str]:
-    """Files under the output root's staging area besides its locks: scratch, spill, staged output."""
+    """Files under the output root's staging area besides its locks and slots: scratch, spill,
+    staged output."""
     staging = output / ".staging"
     return sorted(
         str(p.relative_to(staging))
         for p in staging.rglob("*")
-        if p.is_file() and p.parent != staging / "locks"
+        if p.is_file() and p.relative_to(staging).parts[0] not in ("locks", "slots")
     )
 
 

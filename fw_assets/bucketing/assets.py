@@ -34,6 +34,7 @@ from fw_assets.lib.sql import load_sql, sql_fingerprint
 from fw_assets.partitions import dump_partitions
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.run_health import DUCKDB_POOL, heavy_step, start_step
 
 POLICY = SEED_POLICY
 
@@ -92,6 +93,7 @@ class Stopwatch:
 )
 def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: DuckDBResource) -> Events:
     dump = context.partition_key
+    start_step(context)
     recover_dump(storage.output_root, dump, context.log.info)
     source, problems = find_dump_source(dump, storage.dump_dir(dump))
     with duckdb.connect(_spill_dir(storage)) as con:
@@ -118,7 +120,6 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, duckdb: Duck
 @dg.asset(
     **PER_DUMP,
     deps=[raw],
-    pool="duckdb",
     code_version=f"{POLICY.fingerprint()}-"
     f"{sql_fingerprint('select_sample', 'selection_counts', 'contract_selection', *RAW_CONTRACT_SQL)}",
     kinds={"duckdb", "parquet"},
@@ -132,9 +133,12 @@ def sampled(
 ) -> Events:
     source = _source(context, storage)
     started = time.monotonic()
-    with staged_publication(
-        storage.output_root, sampled_publication(source.dump), source.dump, context.log.info
-    ) as staging:
+    with (
+        heavy_step(context, storage.output_root, DUCKDB_POOL),
+        staged_publication(
+            storage.output_root, sampled_publication(source.dump), source.dump, context.log.info
+        ) as staging,
+    ):
         staged = staging.path / "selection.parquet"
         reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
         with duckdb.connect(_spill_dir(storage)) as con:
@@ -209,7 +213,6 @@ def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: 
 @dg.asset(
     **PER_DUMP,
     deps=[sampled],
-    pool="duckdb",
     code_version=f"{POLICY.fingerprint()}-"
     f"{sql_fingerprint('write_buckets', 'bucket_counts', *BUCKETED_CONTRACT_SQL)}",
     kinds={"duckdb", "parquet"},
@@ -225,6 +228,7 @@ def bucketed(
     selection = selection_path(root, source.dump)
     started = time.monotonic()
     with (
+        heavy_step(context, root, DUCKDB_POOL),
         staged_publication(root, bucketed_publication(source.dump), source.dump, log) as staging,
         published_generation(root, sampled_publication(source.dump), source.dump, log) as sampled_record,
     ):

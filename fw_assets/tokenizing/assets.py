@@ -12,6 +12,7 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.sql import sql_fingerprint
 from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
@@ -39,7 +40,6 @@ CODE_VERSION = (
 @dg.asset(
     **PER_DUMP,
     deps=[bucketed],
-    pool="tokenizer",
     code_version=CODE_VERSION,
     kinds={"duckdb", "numpy", "parquet"},
     description="Each bucket of the dump as Megatron-LM token files: "
@@ -61,6 +61,7 @@ def tokenized(
     started = time.monotonic()
     root, log = storage.output_root, context.log.info
     with (
+        heavy_step(context, root, TOKENIZER_POOL),
         staged_publication(root, f"tokenized-{name}-{dump}", dump, log) as staging,
         published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
     ):
