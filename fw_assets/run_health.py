@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.lib.publish import staging_root
+from fw_assets.layout import machine_slots_dir
 from fw_assets.lib.slots import machine_slot
 
 HOST_TAG = "fw_assets/host"
@@ -107,7 +107,7 @@ def heavy_step(context: dg.AssetExecutionContext, output_root: Path, pool: str) 
         "dump": context.partition_key,
         "host": socket.gethostname(),
     }
-    folder = staging_root(output_root) / "slots" / socket.gethostname()
+    folder = machine_slots_dir(output_root, socket.gethostname())
     limit = pool_limit(context.instance, pool)
     with machine_slot(folder, pool, limit, holder, context.log.info, how_to_free):
         yield

@@ -8,9 +8,11 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.bucketing.assets import bucketed, raw, sampled
-from fw_assets.lib.publish import record_path
-from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.layout import generation_record_path
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed]
 
@@ -18,7 +20,7 @@ CHAIN = [raw, sampled, bucketed]
 def resources(source_root: Path, output_root: Path) -> dict:
     return {
         "storage": FineWebStorage(source_dir=str(source_root), output_dir=str(output_root)),
-        "duckdb": DuckDBResource(threads=2, memory_limit="2GiB"),
+        "warehouse": DuckDBSteps(threads=2, memory_limit="2GiB"),
     }
 
 
@@ -58,7 +60,7 @@ def published_tree(output_root: Path) -> dict[str, str]:
 def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
     """After a test edits a published file: make the generation record agree with its new size,
     as damage that no size check sees would."""
-    record_file = record_path(output_root, publication)
+    record_file = generation_record_path(output_root, publication)
     record = json.loads(record_file.read_text())
     record["files"][str(published.relative_to(output_root))] = published.stat().st_size
     record_file.write_text(json.dumps(record))

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from fw_assets.layout import generation_record_path as record_path
 from fw_assets.lib.publish import (
     JOURNAL,
     PublishedOutputChanged,
     PublishError,
     published_generation,
-    record_path,
     recover_dump,
     staged_publication,
 )
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree
 

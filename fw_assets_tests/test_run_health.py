@@ -16,7 +16,7 @@ import pytest
 
 from fw_assets.lib.slots import machine_slot, slot_holders
 from fw_assets.run_health import how_to_free
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import subprocess_env
 
 DUMP, OTHER_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15"

@@ -8,13 +8,14 @@ import dagster as dg
 import pytest
 import yaml
 
-from fw_assets.automation.sensors import FINGERPRINT_TAG, INTERVAL_ENV
-from fw_assets.bucketing.layout import bucket_dump_dirs, selection_path
+from fw_assets import settings
+from fw_assets.automation.sensors import FINGERPRINT_TAG
+from fw_assets.layout import bucket_dump_dirs, selection_path
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 from fw_assets.partitions import known_dumps
 from fw_assets.policy import SEED_POLICY
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.dagster_services import (
     REPO_ROOT,
     DagsterServices,
@@ -68,7 +69,7 @@ def services(world):
     env = {
         "FW_SOURCE_DIR": str(world["source"]),
         "FW_OUTPUT_DIR": str(world["output"]),
-        INTERVAL_ENV: "5",
+        settings.SENSOR_INTERVAL_ENV: "5",
     }
     running = DagsterServices(world["home"], env)
     try:

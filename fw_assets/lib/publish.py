@@ -1,7 +1,7 @@
 """Publish by rename, all or nothing: one publication of an output of one dump (e.g. `bucketed` of
 CC-MAIN-2013-20, every bucket folder of it) replaces the previous one whole, or not at all.
 
-Outputs are written under `<output_root>/.staging/<name>.<id>/`, on the same filesystem as the
+Outputs are written under `<output_root>/.staging/<name>.<id>/` (fw_assets.layout), on the same filesystem as the
 published paths, so publishing is a series of renames. Before the first rename a journal lists
 them; each old target is moved aside into the staging folder, not deleted. If a rename fails, the
 ones already done are undone before the error is raised. If the publishing process dies half-way
@@ -31,19 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from fw_assets.layout import generation_record_path, publish_locks_dir, staging_root
+
 JOURNAL = "PUBLISH.json"
 RECORD_STAGED = "generation.json"
 
 Log = Callable[[str], None]
-
-
-def staging_root(output_root: Path) -> Path:
-    return output_root / ".staging"
-
-
-def record_path(output_root: Path, name: str) -> Path:
-    """The generation record of publication `name` (e.g. `published/bucketed-CC-MAIN-2013-20.json`)."""
-    return output_root / "published" / f"{name}.json"
 
 
 class PublishError(RuntimeError):
@@ -74,7 +67,7 @@ def _flock(path: Path, mode: int, log: Log | None, waiting_for: str) -> Iterator
 
 
 def _lock_path(output_root: Path, name: str, kind: str = "") -> Path:
-    return staging_root(output_root) / "locks" / f"{name}{kind}.lock"
+    return publish_locks_dir(output_root) / f"{name}{kind}.lock"
 
 
 class Staging:
@@ -98,7 +91,7 @@ class Staging:
         record = self._record(moves, contents or {})
         staged_record = self.path / RECORD_STAGED
         _write_durably(staged_record, json.dumps(record, indent=1))
-        all_moves = {**moves, record_path(self.output_root, self.name): staged_record}
+        all_moves = {**moves, generation_record_path(self.output_root, self.name): staged_record}
         journal = {
             "name": self.name,
             "dump": self.dump,
@@ -247,7 +240,7 @@ def published_generation(
 
 
 def _read_record(output_root: Path, name: str) -> dict | None:
-    path = record_path(output_root, name)
+    path = generation_record_path(output_root, name)
     if not path.is_file():
         return None
     record = json.loads(path.read_text())

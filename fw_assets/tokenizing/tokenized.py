@@ -1,46 +1,47 @@
-"""bucketed -> tokenized: each bucket of a dump as Megatron token files, one partition per dump."""
+"""`tokenized`: each bucket of a dump as Megatron token files, one partition per dump."""
 
-import hashlib
 import time
 from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.assets import PER_DUMP, POLICY, bucketed
-from fw_assets.bucketing.layout import bucketed_publication, recorded_bucket_files
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.layout import (
+    bucketed_publication,
+    generation_record_path,
+    recorded_bucket_files,
+    token_files,
+    token_prefix,
+    tokenized_publication,
+    tokenizer_dir,
+)
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import published_generation, staged_publication
-from fw_assets.lib.sql import sql_fingerprint
-from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
+from fw_assets.policy import SEED_POLICY
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
-from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import BucketInput, BucketTokens, tokenize_buckets
+from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tokenize_buckets
 
 
-def _source_fingerprint(*modules: str) -> str:
-    """Short hash of the source of these `fw_assets.tokenizing` modules."""
-    digest = hashlib.sha256()
-    for module in modules:
-        digest.update((Path(__file__).parent / f"{module}.py").read_bytes())
-    return digest.hexdigest()[:12]
-
-
-# The code that decides the bytes of the token files. The tokenizer itself is configuration:
-# its identity names the output folder and is recorded in the metadata of every run.
-CODE_VERSION = (
-    f"{_source_fingerprint('tokenizer', 'encode', 'indexed_dataset', 'doc_index', 'steps')}"
-    f"-{sql_fingerprint('documents_to_tokenize', 'token_keys_by_id')}"
+# The code that decides the bytes of the token files, hashed into the code version. The tokenizer
+# itself is configuration: its identity names the output folder and is recorded in every run.
+SQL = STEPS_SQL
+MODULES = tuple(
+    f"fw_assets.tokenizing.{name}"
+    for name in ("tokenizer", "encode", "indexed_dataset", "doc_index", "steps")
 )
 
 
 @dg.asset(
     **PER_DUMP,
     deps=[bucketed],
-    code_version=CODE_VERSION,
+    code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
     description="Each bucket of the dump as Megatron-LM token files: "
     "tokenized/<tokenizer>/<bucket>/<dump>.bin + .idx (one sequence per document, EOD appended, "
@@ -49,7 +50,7 @@ CODE_VERSION = (
 def tokenized(
     context: dg.AssetExecutionContext,
     storage: FineWebStorage,
-    duckdb: DuckDBResource,
+    warehouse: DuckDBSteps,
     tokenizer: TokenizerResource,
 ) -> dg.MaterializeResult:
     dump = context.partition_key
@@ -62,7 +63,7 @@ def tokenized(
     root, log = storage.output_root, context.log.info
     with (
         heavy_step(context, root, TOKENIZER_POOL),
-        staged_publication(root, f"tokenized-{name}-{dump}", dump, log) as staging,
+        staged_publication(root, tokenized_publication(name, dump), dump, log) as staging,
         published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, staging.path)
@@ -72,7 +73,7 @@ def tokenized(
             f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
         )
         progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
-        with ParallelEncoder(spec, workers) as encoder, duckdb.connect(staging.path) as con:
+        with ParallelEncoder(spec, workers) as encoder, warehouse.connect(staging.path) as con:
             # scratch files stay inside staging: never published, deleted with it whatever happens
             written = tokenize_buckets(
                 con, buckets, encoder, token_dtype, batch_rows, progress, context.log.info, dump,
@@ -97,14 +98,15 @@ def _bucket_inputs(
     """The dump's buckets that hold documents, as the published generation of bucketed records
     them, each with its staged output prefix. A bucket recorded without documents has nothing to
     tokenize (see _moves); a bucket folder that is absent is never taken for an empty bucket."""
+    root = storage.output_root
     if record is None:
         raise dg.Failure(
-            f"Dump {dump}: bucketed was never published for this dump (no generation record "
-            f"under {storage.output_root / 'published'}). Materialize `bucketed` for this dump "
-            "first; nothing was published."
+            f"Dump {dump}: bucketed was never published for this dump (no generation record at "
+            f"{generation_record_path(root, bucketed_publication(dump))}). Materialize `bucketed` "
+            "for this dump first; nothing was published."
         )
     buckets = []
-    for bucket, (documents, paths) in recorded_bucket_files(storage.output_root, record).items():
+    for bucket, (documents, paths) in recorded_bucket_files(root, record).items():
         if documents:
             prefix = staging / bucket / dump
             prefix.parent.mkdir(parents=True)
@@ -118,7 +120,7 @@ def _moves(
     """Every bucket's three files onto their published paths. A bucket without documents gets
     no files (Megatron cannot map an empty .bin), and an older output of it is removed."""
     moves: dict[Path, Path | None] = {}
-    for bucket in [b.name for b in POLICY.buckets]:
+    for bucket in [b.name for b in SEED_POLICY.buckets]:
         targets = token_files(token_prefix(storage.output_root, name, bucket, dump))
         staged = token_files(staging / bucket / dump) if bucket in written else [None] * len(targets)
         moves.update(zip(targets, staged))
@@ -129,7 +131,9 @@ def _record_contents(written: dict[str, BucketTokens], identity: dict, bucketed_
     """What the generation record says: documents per bucket (0: no files, recorded as a fact),
     the bucketed generation they were read from, and the tokenizer."""
     return {
-        "documents": {b.name: written[b.name].documents if b.name in written else 0 for b in POLICY.buckets},
+        "documents": {
+            b.name: written[b.name].documents if b.name in written else 0 for b in SEED_POLICY.buckets
+        },
         "bucketed_generation": bucketed_record["generation"],
         "tokenizer": identity,
     }
@@ -164,7 +168,7 @@ def _metadata(
         "folder": dg.MetadataValue.path(str(folder)),
     }
     rows = []
-    for bucket in [b.name for b in POLICY.buckets]:
+    for bucket in [b.name for b in SEED_POLICY.buckets]:
         w = written.get(bucket, BucketTokens(0, 0, 0, 0.0, 0.0))
         metadata[f"documents_{bucket}"] = w.documents
         metadata[f"tokens_{bucket}"] = w.tokens

@@ -1,0 +1,130 @@
+"""Every path fw_assets reads or writes. The published layout is the users' interface (Megatron's
+`--data-path` takes the token prefixes), so it is spelled here and nowhere else.
+
+    <source_root>/data/<dump>/*.parquet                    the FineWeb-Edu snapshot (read only)
+    <output_root>/selection/<dump>.parquet                 sampled: every row's decision
+    <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
+    <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
+    <output_root>/published/<name>.json                    each output's generation record
+    <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
+
+Nothing here touches the disk except `bucketed_files`, which lists what a dump published.
+"""
+
+from pathlib import Path
+
+from fw_assets.policy import SamplingPolicy
+
+
+def source_data_dir(source_root: Path) -> Path:
+    """The folder of a snapshot holding one folder per dump."""
+    return source_root / "data"
+
+
+def source_dump_dir(source_root: Path, dump: str) -> Path:
+    return source_data_dir(source_root) / dump
+
+
+def staging_root(output_root: Path) -> Path:
+    """Staging folders live on the outputs' filesystem, so publishing is a rename."""
+    return output_root / ".staging"
+
+
+def publish_locks_dir(output_root: Path) -> Path:
+    return staging_root(output_root) / "locks"
+
+
+def machine_slots_dir(output_root: Path, host: str) -> Path:
+    """The lock files of one machine's slots for heavy steps (fw_assets.lib.slots)."""
+    return staging_root(output_root) / "slots" / host
+
+
+def generation_record_path(output_root: Path, name: str) -> Path:
+    """The generation record of publication `name` (e.g. `published/bucketed-CC-MAIN-2013-20.json`)."""
+    return output_root / "published" / f"{name}.json"
+
+
+def sampled_publication(dump: str) -> str:
+    """The name sampled publishes a dump under (locks, staging, generation record)."""
+    return f"sampled-{dump}"
+
+
+def bucketed_publication(dump: str) -> str:
+    """The name bucketed publishes a dump under (locks, staging, generation record)."""
+    return f"bucketed-{dump}"
+
+
+def tokenized_publication(tokenizer_name: str, dump: str) -> str:
+    """The name tokenized publishes a dump's token files of one tokenizer under."""
+    return f"tokenized-{tokenizer_name}-{dump}"
+
+
+def spill_dir(output_root: Path) -> Path:
+    """Where DuckDB spills when a step's data outgrows its memory limit."""
+    return staging_root(output_root) / "duckdb-spill"
+
+
+def selection_path(output_root: Path, dump: str) -> Path:
+    """The sampled stage's decision for every row of the dump (no text)."""
+    return output_root / "selection" / f"{dump}.parquet"
+
+
+def bucket_dump_dir(output_root: Path, bucket: str, dump: str) -> Path:
+    """The seed's published layout: `en/<bucket>/<dump>/`."""
+    return output_root / "en" / bucket / dump
+
+
+def bucket_dump_dirs(output_root: Path, dump: str, policy: SamplingPolicy) -> dict[str, Path]:
+    return {b.name: bucket_dump_dir(output_root, b.name, dump) for b in policy.buckets}
+
+
+def bucketed_files(output_root: Path, dump: str, policy: SamplingPolicy) -> dict[str, list[Path]]:
+    """The published parquet files of a dump, per bucket, in name order."""
+    return {
+        bucket: sorted(folder.glob("*.parquet"))
+        for bucket, folder in bucket_dump_dirs(output_root, dump, policy).items()
+    }
+
+
+def recorded_bucket_files(output_root: Path, record: dict) -> dict[str, tuple[int, list[Path]]]:
+    """Each bucket's rows and published files, as a generation record of bucketed says (a bucket
+    without rows is listed with 0: empty, not missing)."""
+    return {
+        bucket: (entry["rows"], [output_root / f for f in entry["files"]])
+        for bucket, entry in record["contents"]["buckets"].items()
+    }
+
+
+def tokenized_root(output_root: Path) -> Path:
+    return output_root / "tokenized"
+
+
+def tokenizer_dir(output_root: Path, tokenizer_name: str) -> Path:
+    """Every token file one tokenizer wrote; the folder is named by the tokenizer's identity."""
+    return tokenized_root(output_root) / tokenizer_name
+
+
+def token_prefix(output_root: Path, tokenizer_name: str, bucket: str, dump: str) -> Path:
+    """The Megatron data prefix of one (tokenizer, bucket, dump): `.../<bucket>/<dump>`."""
+    return tokenizer_dir(output_root, tokenizer_name) / bucket / dump
+
+
+# Suffixes are appended, never swapped: prefixes like `CC-MAIN-2024-10` or `2.8/x` hold dots.
+def bin_path(prefix: Path) -> Path:
+    """`<prefix>.bin`: the tokens."""
+    return Path(f"{prefix}.bin")
+
+
+def idx_path(prefix: Path) -> Path:
+    """`<prefix>.idx`: Megatron's index of the tokens."""
+    return Path(f"{prefix}.idx")
+
+
+def docs_path(prefix: Path) -> Path:
+    """`<prefix>.docs.parquet`: document index -> source id."""
+    return Path(f"{prefix}.docs.parquet")
+
+
+def token_files(prefix: Path) -> list[Path]:
+    """The files of one token output, all published together: `.bin`, `.idx`, `.docs.parquet`."""
+    return [bin_path(prefix), idx_path(prefix), docs_path(prefix)]
