@@ -191,15 +191,42 @@ def test_empty_dump_folder_is_refused(workspace, emptied):
     assert_refused(workspace, run, "raw", "schema", expected)
 
 
+@pytest.mark.parametrize("assets", [None, [sampled, bucketed]], ids=["with raw", "without raw"])
+def test_a_missing_shard_is_refused_naming_it_whoever_starts_the_run(workspace, assets):
+    (workspace.source / "data" / DUMP / SECOND).unlink()
+    run = workspace.run(assets=assets)
+    expected = f"1 of 2 shards missing ({SECOND})"
+    if assets is None:
+        assert_refused(workspace, run, "raw", "schema", expected)
+    else:
+        assert not run.result.success and expected in run.failure("sampled")
+        assert published_tree(workspace.output) == workspace.published_before
+
+
+def test_a_link_to_a_missing_blob_is_refused_naming_the_file(workspace):
+    bad.dangle(workspace.file(SECOND))
+    run = workspace.run()
+    assert_refused(workspace, run, "raw", "schema", f"file {SECOND}", "which does not exist")
+
+
+def test_macos_appledouble_files_are_ignored_and_named(workspace):
+    twin = bad.apple_double_beside(workspace.file(FIRST))
+    run = workspace.run()
+    assert_accepted(run)
+    (record,) = run.result.asset_materializations_for_node("raw")
+    assert record.metadata["ignored_files"].value == twin.name
+
+
 def test_zero_row_file_is_accepted_and_changes_nothing(workspace):
     rows_before = workspace.bucket_rows()
-    bad.write_empty_like(workspace.file("train-00002-of-00002.parquet"), workspace.file(FIRST))
+    # named outside the train-*-of-00002 set: a third shard of two would be refused
+    bad.write_empty_like(workspace.file("extra-00000.parquet"), workspace.file(FIRST))
     run = workspace.run()
     assert_accepted(run)
     schema = run.check("raw", "schema")
     assert schema.passed
     assert schema.metadata["empty_files"].value == 1
-    assert schema.metadata["empty_file_names"].value == "train-00002-of-00002.parquet"
+    assert schema.metadata["empty_file_names"].value == "extra-00000.parquet"
     assert workspace.bucket_rows() == rows_before
 
 

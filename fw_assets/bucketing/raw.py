@@ -36,6 +36,12 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: D
     start_step(context)
     recover_dump(storage.output_root, dump, context.log.info)
     source, problems = find_dump_source(dump, source_dump_dir(storage.source_root, dump))
+    if source.ignored:
+        context.log.warning(
+            f"Dump {dump}: ignored {len(source.ignored)} macOS AppleDouble file(s) in {source.folder} "
+            f"({', '.join(source.ignored[:3])}{', …' if len(source.ignored) > 3 else ''}): metadata "
+            "macOS writes beside files copied to a foreign disk, not data. Delete them at will."
+        )
     with warehouse.connect(spill_dir(storage.output_root)) as con:
         contract = Stopwatch()
         outcomes = check_raw(con, dump, source.files, problems)
@@ -47,6 +53,7 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: D
             "contract_seconds": contract_seconds,
             "dagster/row_count": source.rows,
             "files": len(source.files),
+            "ignored_files": ", ".join(source.ignored),
             "bytes": dg.MetadataValue.int(source.bytes),
             "folder": dg.MetadataValue.path(str(source.folder)),
             "score_histogram": dg.MetadataValue.md(

@@ -40,7 +40,8 @@ CONTRACT_MODULES = (__name__, *TALLY_MODULES)
 
 RAW_SCHEMA = ContractCheck(
     "schema",
-    "Every source file is a readable parquet file with the ten FineWeb-Edu columns and their "
+    "Every shard of the dump's train-XXXXX-of-NNNNN set is present (no link to a missing file); "
+    "every source file is a readable parquet file with the ten FineWeb-Edu columns and their "
     "types (read from the footers; unknown extra columns are accepted and ignored), and the "
     "dump has at least one row.",
 )
