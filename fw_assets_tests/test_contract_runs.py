@@ -209,6 +209,24 @@ def test_a_link_to_a_missing_blob_is_refused_naming_the_file(workspace):
     assert_refused(workspace, run, "raw", "schema", f"file {SECOND}", "which does not exist")
 
 
+@pytest.mark.parametrize("assets", [None, [sampled, bucketed]], ids=["with raw", "without raw"])
+def test_text_that_is_not_utf8_is_refused_by_raw_naming_file_rows_and_check(workspace, assets):
+    bad.rewrite(workspace.file(SECOND), bad.with_latin1_texts([4, 9]))
+    run = workspace.run(assets=assets)
+    first, second = ids_at(workspace.file(SECOND), [4, 9])
+    phrases = (
+        f"file {SECOND}, column text: 2 rows whose text is not valid UTF-8", f"{first} (row 4)",
+        f"{second} (row 9)",
+    )
+    if assets is None:
+        assert_refused(workspace, run, "raw", "key_columns", *phrases)
+        assert run.check("raw", "key_columns").metadata["text_not_utf8"].value == 2
+    else:
+        message = run.failure("sampled")
+        assert "failed the raw contract" in message and all(p in message for p in phrases)
+        assert published_tree(workspace.output) == workspace.published_before
+
+
 def test_macos_appledouble_files_are_ignored_and_named(workspace):
     twin = bad.apple_double_beside(workspace.file(FIRST))
     run = workspace.run()
@@ -242,20 +260,13 @@ def test_truncated_or_corrupt_file_is_refused_naming_it(workspace, damage):
     assert_refused(workspace, run, "raw", check, f"file {SECOND}", phrase, "re-download it")
 
 
-def test_corrupt_text_page_is_refused_by_bucketed_naming_the_file(workspace):
-    """raw reads only key columns and a few text row groups; the text is read in full by bucketed."""
+def test_corrupt_text_page_is_refused_by_raw_naming_the_file(workspace):
+    """raw decodes every text (to refuse texts that are not UTF-8), so a damaged text page stops
+    the dump at raw, before anything downstream runs."""
     bad.corrupt_column(workspace.file(SECOND), "text")
     run = workspace.run()
-    assert run.materialized("raw") and run.materialized("sampled")
-    warning = run.check("raw", "text_sample")
-    assert not warning.passed and f"file {SECOND}" in warning.metadata["problems"].value[0]
-    message = run.failure("bucketed")
-    assert f"Dump {DUMP} failed the bucketed contract; nothing was published" in message
-    assert f"file {SECOND}: cannot be read" in message and FIRST not in message
-    assert not run.materialized("bucketed")
-    # sampled passed and republished its selection; every bucket file is exactly as before
-    buckets = {p: h for p, h in published_tree(workspace.output).items() if p.startswith("en/")}
-    assert buckets == {p: h for p, h in workspace.published_before.items() if p.startswith("en/")}
+    assert_refused(workspace, run, "raw", "key_columns", f"file {SECOND}: cannot be read", "re-download it")
+    assert FIRST not in run.failure("raw")
 
 
 def test_dump_column_disagreeing_with_its_folder_is_refused(workspace):

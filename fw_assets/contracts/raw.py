@@ -26,10 +26,12 @@ from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA, SCORE_MAX, SCORE
 from fw_assets.contracts.tallies import (
     TALLY_MODULES,
     TALLY_SQL,
+    TEXT_NOT_UTF8,
     duplicate_id_violations,
     fetch_tallies,
     file_name,
     rule_violations,
+    text_encoding_violations,
     text_null_violations,
     unreadable_file_violations,
 )
@@ -49,7 +51,8 @@ RAW_KEY_COLUMNS = ContractCheck(
     "key_columns",
     "Every row, key columns decoded: id non-null and unique within the dump; score non-null, "
     "finite and within 0–6; dump equal to the partition key; file_path under crawl-data/<dump>/; "
-    "text non-null (from the footers' null counts, scanned where a footer has none).",
+    "text non-null (from the footers' null counts, scanned where a footer has none) and valid "
+    "UTF-8 (every text decoded).",
 )
 RAW_INT_SCORE = ContractCheck(
     "int_score",
@@ -137,9 +140,11 @@ def row_outcomes(
     key_violations += duplicate_id_violations(con, paths, dump)
     text_nulls, scanned = text_null_violations(con, paths, dump)
     key_violations += text_nulls
+    key_violations += text_encoding_violations(con, paths)
 
     rows = sum(t["rows"] for t in tallies)
     counts = {rule.name: 0 for rule in (*KEY_COLUMN_RULES, rules.ID_DUPLICATE, rules.TEXT_NULL)}
+    counts[TEXT_NOT_UTF8] = 0
     for v in key_violations:
         counts[v.rule] += v.rows
     key_figures = {
