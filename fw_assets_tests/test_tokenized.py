@@ -27,6 +27,7 @@ from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
+from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
@@ -431,3 +432,34 @@ def test_a_bucketed_publish_killed_half_way_never_costs_tokenized_a_bucket(tmp_p
     assert upstream_tree(output) == bucketed_before, "the killed publish was rolled back"
     assert tokenized_tree(output) == tokens_before, "no bucket's token files were removed"
     assert meta["documents_2.8"] > 0
+
+
+BLANK_TEXTS = ["", "   \n\t", "\u200b\u200b", "\ufeff", "\u00a0\u3000 \u2060"]
+
+
+def test_blank_texts_are_dropped_counted_and_warned_about(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    (path,) = (source / "data" / DUMP).glob("*.parquet")
+    blanks = {row: BLANK_TEXTS[row % len(BLANK_TEXTS)] for row in range(0, 600, 10)}
+    bad.rewrite(path, bad.with_values("text", blanks))
+    ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    blank_ids = {ids[row] for row in blanks}
+
+    with dg.instance_for_test() as instance:
+        result = run_tokenized(source, output, TokenizerResource(workers=1), chain=True, instance=instance)
+        warnings = [
+            e.user_message for e in instance.all_logs(result.run_id) if "whose text is empty" in e.user_message
+        ]
+    meta = metadata(result)
+    dropped = 0
+    for bucket in BUCKETS:
+        bucketed_ids = set(bucket_texts(output, bucket))
+        expected = len(bucketed_ids & blank_ids)
+        assert meta[f"blank_dropped_{bucket}"] == expected
+        assert meta[f"documents_{bucket}"] == len(bucketed_ids) - expected
+        docs = read_document_index(token_prefix(output, CL100K, bucket, DUMP))
+        assert not blank_ids & set(docs.column("id").to_pylist()), "no EOD-only document"
+        dropped += expected
+    assert meta["blank_documents_dropped"] == dropped > 0
+    assert len(warnings) == 1 and f"dropped {dropped:,} of" in warnings[0]

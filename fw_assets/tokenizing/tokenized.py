@@ -1,6 +1,7 @@
 """`tokenized`: each bucket of a dump as Megatron token files, one partition per dump."""
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -80,6 +81,7 @@ def tokenized(
                 scratch=staging.path / "scratch",
             )
         progress.report()
+        _warn_of_blank_texts(context.log.warning, dump, written, total)
         staging.publish(
             _moves(storage, name, dump, staging.path, written),
             _record_contents(written, identity, bucketed_record),
@@ -117,12 +119,14 @@ def _bucket_inputs(
 def _moves(
     storage: FineWebStorage, name: str, dump: str, staging: Path, written: dict[str, BucketTokens]
 ) -> dict[Path, Path | None]:
-    """Every bucket's three files onto their published paths. A bucket without documents gets
-    no files (Megatron cannot map an empty .bin), and an older output of it is removed."""
+    """Every bucket's three files onto their published paths. A bucket without documents (none
+    bucketed, or only blank texts) gets no files (Megatron cannot map an empty .bin), and an older
+    output of it is removed."""
     moves: dict[Path, Path | None] = {}
     for bucket in [b.name for b in SEED_POLICY.buckets]:
         targets = token_files(token_prefix(storage.output_root, name, bucket, dump))
-        staged = token_files(staging / bucket / dump) if bucket in written else [None] * len(targets)
+        has_documents = bucket in written and written[bucket].documents
+        staged = token_files(staging / bucket / dump) if has_documents else [None] * len(targets)
         moves.update(zip(targets, staged))
     return moves
 
@@ -134,9 +138,28 @@ def _record_contents(written: dict[str, BucketTokens], identity: dict, bucketed_
         "documents": {
             b.name: written[b.name].documents if b.name in written else 0 for b in SEED_POLICY.buckets
         },
+        "blank_documents_dropped": {bucket: w.blank.documents for bucket, w in written.items()},
         "bucketed_generation": bucketed_record["generation"],
         "tokenizer": identity,
     }
+
+
+# Above this share of a dump's documents, blank texts are worth a warning: FineWeb-Edu's extraction
+# leaves next to none, so many of them mean a broken export upstream.
+BLANK_WARNING_SHARE = 0.001
+
+
+def _warn_of_blank_texts(
+    warn: Callable[[str], None], dump: str, written: dict[str, BucketTokens], total: int
+) -> None:
+    dropped = sum(w.blank.documents for w in written.values())
+    if total and dropped / total > BLANK_WARNING_SHARE:
+        examples = [i for w in written.values() for i in w.blank.example_ids][:5]
+        warn(
+            f"Dump {dump}: dropped {dropped:,} of {total:,} documents ({dropped / total:.2%}, more than "
+            f"{BLANK_WARNING_SHARE:.1%}) whose text is empty, whitespace or invisible characters only "
+            f"(e.g. {', '.join(examples)}); check the export that produced this dump."
+        )
 
 
 def _metadata(
@@ -152,6 +175,7 @@ def _metadata(
     metadata = {
         "dagster/row_count": documents,
         "documents": documents,
+        "blank_documents_dropped": sum(w.blank.documents for w in written.values()),
         "tokens": tokens,
         "bytes_written": dg.MetadataValue.int(sum(w.bytes for w in written.values())),
         "seconds": round(seconds, 2),
@@ -173,12 +197,16 @@ def _metadata(
         metadata[f"documents_{bucket}"] = w.documents
         metadata[f"tokens_{bucket}"] = w.tokens
         metadata[f"bytes_{bucket}"] = w.bytes
+        metadata[f"blank_dropped_{bucket}"] = w.blank.documents
         per_doc = w.tokens / w.documents if w.documents else 0.0
         rate = w.tokens / w.seconds if w.seconds else 0.0
         phases = (w.encoding_seconds, w.ordering_seconds)
-        rows.append((bucket, w.documents, w.tokens, per_doc, w.bytes, *phases, round(rate)))
+        rows.append(
+            (bucket, w.documents, w.blank.documents, w.tokens, per_doc, w.bytes, *phases, round(rate))
+        )
     header = [
-        "bucket", "documents", "tokens", "tokens/doc", "bytes", "encoding s", "ordering s", "tokens/s",
+        "bucket", "documents", "blank dropped", "tokens", "tokens/doc", "bytes", "encoding s",
+        "ordering s", "tokens/s",
     ]
     metadata["buckets"] = dg.MetadataValue.md(table(header, rows))
     return metadata
