@@ -202,11 +202,11 @@ def _metadata(
         rate = w.tokens / w.seconds if w.seconds else 0.0
         phases = (w.encoding_seconds, w.ordering_seconds)
         rows.append(
-            (bucket, w.documents, w.blank.documents, w.tokens, per_doc, w.bytes, *phases, round(rate))
+            (bucket, w.documents, w.tokens, per_doc, w.bytes, *phases, round(rate), w.blank.documents)
         )
     header = [
-        "bucket", "documents", "blank dropped", "tokens", "tokens/doc", "bytes", "encoding s",
-        "ordering s", "tokens/s",
+        "bucket", "documents", "tokens", "tokens/doc", "bytes", "encoding s", "ordering s",
+        "tokens/s", "blank texts dropped",
     ]
     metadata["buckets"] = dg.MetadataValue.md(table(header, rows))
     return metadata
