@@ -23,6 +23,7 @@ import dagster as dg
 from fw_assets.layout import machine_slots_dir
 from fw_assets.lib.slots import machine_slot
 
+DUMP_TAG = "fw_assets/dump"  # a backfill's runs carry only a partition range: name the dump
 HOST_TAG = "fw_assets/host"
 PID_TAG = "fw_assets/pid"
 PROCESS_START_TAG = "fw_assets/process_start"
@@ -72,8 +73,10 @@ def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> 
 
 
 def start_step(context: dg.AssetExecutionContext) -> None:
-    """Record this step's process in its run's tags, and fail the runs of this host that died."""
-    context.instance.add_run_tags(context.run.run_id, _this_process())
+    """Record the dump and this step's process in its run's tags (shown on the run's page), and
+    fail the runs of this host that died."""
+    tags = {DUMP_TAG: context.partition_key, **_this_process()}
+    context.instance.add_run_tags(context.run.run_id, tags)
     fail_dead_runs(context.instance, context.log.warning)
 
 

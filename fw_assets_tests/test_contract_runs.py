@@ -362,6 +362,16 @@ def test_null_text_is_found_in_every_row_with_or_without_footer_statistics(works
     assert scanned == 1  # only the file that has (or may have) nulls is read
 
 
+@pytest.mark.parametrize("width", [pa.int8(), pa.int32(), pa.uint16()])
+def test_int_score_of_any_integer_width_is_accepted(workspace, width):
+    rows_before = workspace.bucket_rows()
+    bad.rewrite(workspace.file(FIRST), bad.with_values("int_score", {}, type=width))
+    run = workspace.run()
+    assert_accepted(run)
+    assert run.check("raw", "int_score").passed
+    assert workspace.bucket_rows() == rows_before
+
+
 def test_inconsistent_int_score_only_warns_and_publishes(workspace):
     bad.rewrite(workspace.file(FIRST), bad.with_values("int_score", {0: 5, 1: -1, 2: None}))
     run = workspace.run()

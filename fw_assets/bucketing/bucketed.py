@@ -38,7 +38,7 @@ MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, policy=SEED_POLICY),
     check_specs=BUCKETED_CHECK_SPECS,
-    description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/, "
+    description="The kept rows (id, text, score; zstd) published as `en/<bucket>/<dump>/`, "
     "only when they meet the bucketed contract.",
 )
 def bucketed(

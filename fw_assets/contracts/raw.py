@@ -50,7 +50,7 @@ RAW_SCHEMA = ContractCheck(
 RAW_KEY_COLUMNS = ContractCheck(
     "key_columns",
     "Every row, key columns decoded: id non-null and unique within the dump; score non-null, "
-    "finite and within 0–6; dump equal to the partition key; file_path under crawl-data/<dump>/; "
+    "finite and within 0–6; dump equal to the partition key; file_path under `crawl-data/<dump>/`; "
     "text non-null (from the footers' null counts, scanned where a footer has none) and valid "
     "UTF-8 (every text decoded).",
 )
@@ -109,7 +109,7 @@ def schema_outcome(
     schema = raw_schema(dump)
     violations = list(source_problems)
     for f in files:
-        frame = footer_frame(Path(f.path), string_like_as_string=True)
+        frame = footer_frame(Path(f.path), as_read=True)
         violations += footer_violations(schema, frame, file_name(f.path), f.rows)
     rows = sum(f.rows for f in files)
     if files and not source_problems and rows == 0:

@@ -45,8 +45,9 @@ MODULES = tuple(
     code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
     description="Each bucket of the dump as Megatron-LM token files: "
-    "tokenized/<tokenizer>/<bucket>/<dump>.bin + .idx (one sequence per document, EOD appended, "
-    "documents in id order) and .docs.parquet (document index -> source id, token count).",
+    "`tokenized/<tokenizer>/<bucket>/<dump>.bin` + `.idx` (one sequence per document, EOD appended, "
+    "documents in id order) and `.docs.parquet` (document index -> source id, token count); "
+    "blank texts are dropped and counted.",
 )
 def tokenized(
     context: dg.AssetExecutionContext,
