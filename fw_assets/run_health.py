@@ -21,6 +21,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.layout import machine_slots_dir
+from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.slots import machine_slot
 
 DUMP_TAG = "fw_assets/dump"  # a backfill's runs carry only a partition range: name the dump
@@ -101,9 +102,23 @@ def how_to_free(holder: dict) -> str:
 
 
 @contextmanager
-def heavy_step(context: dg.AssetExecutionContext, output_root: Path, pool: str) -> Iterator[None]:
-    """Start the step (see `start_step`) and hold a slot of `pool` on this machine while it works."""
-    start_step(context)
+def writing_step(context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed) -> Iterator[None]:
+    """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
+    naming the path and the space it needs, not a traceback."""
+    step = context.asset_key.to_user_string()
+    try:
+        with explaining_disk_errors(output_root, context.partition_key, step, need):
+            start_step(context)
+            yield
+    except OutputDiskError as error:
+        raise dg.Failure(description=str(error)) from error
+
+
+@contextmanager
+def heavy_step(
+    context: dg.AssetExecutionContext, output_root: Path, pool: str, need: SpaceNeed
+) -> Iterator[None]:
+    """A `writing_step` holding a slot of `pool` on this machine while it works."""
     holder = {
         "run_id": context.run.run_id,
         "step": context.asset_key.to_user_string(),
@@ -112,5 +127,8 @@ def heavy_step(context: dg.AssetExecutionContext, output_root: Path, pool: str) 
     }
     folder = machine_slots_dir(output_root, socket.gethostname())
     limit = pool_limit(context.instance, pool)
-    with machine_slot(folder, pool, limit, holder, context.log.info, how_to_free):
+    with (
+        writing_step(context, output_root, need),
+        machine_slot(folder, pool, limit, holder, context.log.info, how_to_free),
+    ):
         yield

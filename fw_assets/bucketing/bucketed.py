@@ -18,6 +18,7 @@ from fw_assets.layout import (
     selection_path,
     spill_dir,
 )
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
 from fw_assets.lib.publish import published_generation, staged_publication
@@ -30,6 +31,10 @@ from fw_assets.run_health import DUCKDB_POOL, heavy_step
 # Everything that decides this asset's output, hashed with the policy into its code version.
 SQL = (*STEPS_SQL, *bucketed_contract.CONTRACT_SQL)
 MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
+
+
+# The kept rows' id, text and score, zstd, never exceed the source files holding them.
+BUCKETED_SPACE = "at most the dump's source size"
 
 
 @dg.asset(
@@ -49,7 +54,7 @@ def bucketed(
     selection = selection_path(root, source.dump)
     started = time.monotonic()
     with (
-        heavy_step(context, root, DUCKDB_POOL),
+        heavy_step(context, root, DUCKDB_POOL, SpaceNeed(source.bytes, BUCKETED_SPACE)),
         staged_publication(root, bucketed_publication(source.dump), source.dump, log) as staging,
         published_generation(root, sampled_publication(source.dump), source.dump, log) as sampled_record,
     ):

@@ -13,6 +13,7 @@ from fw_assets.contracts import selection as selection_contract
 from fw_assets.contracts.raw import check_raw
 from fw_assets.contracts.selection import check_selection
 from fw_assets.layout import sampled_publication, selection_path, spill_dir
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
@@ -49,7 +50,7 @@ def sampled(
     source = read_dump_source(context.partition_key, storage.source_root)
     started = time.monotonic()
     with (
-        heavy_step(context, storage.output_root, DUCKDB_POOL),
+        heavy_step(context, storage.output_root, DUCKDB_POOL, _space_needed(source)),
         staged_publication(
             storage.output_root, sampled_publication(source.dump), source.dump, context.log.info
         ) as staging,
@@ -80,6 +81,10 @@ def sampled(
             "contract_seconds": contract_seconds,
         }
     )
+
+
+def _space_needed(source: DumpSource) -> SpaceNeed:
+    return SpaceNeed(source.rows * 64, "about 64 bytes per source row for the selection")
 
 
 def _raw_passed_in_this_run(context: dg.AssetExecutionContext, source: DumpSource) -> bool:

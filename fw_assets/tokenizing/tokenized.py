@@ -1,5 +1,6 @@
 """`tokenized`: each bucket of a dump as Megatron token files, one partition per dump."""
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from fw_assets.layout import (
     tokenized_publication,
     tokenizer_dir,
 )
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
@@ -64,7 +66,7 @@ def tokenized(
     started = time.monotonic()
     root, log = storage.output_root, context.log.info
     with (
-        heavy_step(context, root, TOKENIZER_POOL),
+        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump)),
         staged_publication(root, tokenized_publication(name, dump), dump, log) as staging,
         published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
     ):
@@ -92,6 +94,20 @@ def tokenized(
             written, identity, str(token_dtype), workers, time.monotonic() - started,
             tokenizer_dir(storage.output_root, name),
         )
+    )
+
+
+# Tokens take about the bytes of the text they encode (4-byte ids, ~4 characters a token), about
+# 3.5x its zstd parquet; the scratch copy of the largest bucket adds up to as much again.
+SPACE_PER_BUCKETED_BYTE = 5
+
+
+def _space_needed(root: Path, dump: str) -> SpaceNeed:
+    record = generation_record_path(root, bucketed_publication(dump))
+    parquet = sum(json.loads(record.read_text())["files"].values()) if record.is_file() else 0
+    return SpaceNeed(
+        parquet * SPACE_PER_BUCKETED_BYTE,
+        f"about {SPACE_PER_BUCKETED_BYTE}x the dump's bucketed parquet: token files and scratch",
     )
 
 
