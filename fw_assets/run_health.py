@@ -46,7 +46,8 @@ def process_start(pid: int) -> str | None:
 
 def _this_process() -> dict[str, str]:
     pid = os.getpid()
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(pid), PROCESS_START_TAG: process_start(pid) or ""}
+    started = process_start(pid) or ""
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(pid), PROCESS_START_TAG: started}
 
 
 def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> list[str]:
@@ -102,7 +103,9 @@ def how_to_free(holder: dict) -> str:
 
 
 @contextmanager
-def writing_step(context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed) -> Iterator[None]:
+def writing_step(
+    context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed
+) -> Iterator[None]:
     """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
     naming the path and the space it needs, not a traceback."""
     step = context.asset_key.to_user_string()

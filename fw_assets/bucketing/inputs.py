@@ -49,9 +49,8 @@ def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violatio
     files, problems = [], []
     gaps = shard_set_gaps([p.name for p in paths])
     if gaps:
-        problems.append(
-            Violation("shard_set_incomplete", None, 0, f"the download is incomplete: {gaps}; download them")
-        )
+        problem = f"the download is incomplete: {gaps}; download them"
+        problems.append(Violation("shard_set_incomplete", None, 0, problem))
     for path in paths:
         if not path.exists():
             problem = f"is a link to {os.readlink(path)}, which does not exist; re-download it"

@@ -37,11 +37,12 @@ def explaining_disk_errors(output_root: Path, dump: str, step: str, need: SpaceN
     try:
         yield
     except OSError as error:
-        kind = "full" if error.errno in _FULL else "not writable" if error.errno in _NOT_WRITABLE else None
-        if kind is None:
+        if error.errno not in _FULL + _NOT_WRITABLE:
             raise
+        kind = "full" if error.errno in _FULL else "not writable"
         where = Path(error.filename) if error.filename else output_root
-        raise OutputDiskError(_message(kind, where, output_root, dump, step, need, error.strerror)) from error
+        message = _message(kind, where, output_root, dump, step, need, error.strerror)
+        raise OutputDiskError(message) from error
     except duckdb.IOException as error:
         text = str(error)
         full = [s for s in _DUCKDB_FULL if s in text]

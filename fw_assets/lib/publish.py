@@ -1,13 +1,13 @@
 """Publish by rename, all or nothing: one publication of an output of one dump (e.g. `bucketed` of
 CC-MAIN-2013-20, every bucket folder of it) replaces the previous one whole, or not at all.
 
-Outputs are written under `<output_root>/.staging/<name>.<id>/` (fw_assets.layout), on the same filesystem as the
-published paths, so publishing is a series of renames. Before the first rename a journal lists
-them; each old target is moved aside into the staging folder, not deleted. If a rename fails, the
-ones already done are undone before the error is raised. If the publishing process dies half-way
-(kill -9, OOM killer, power cut), the journal stays behind, and the next run or reader of any
-output of that dump rolls the publication back first: the killed run's output never appears, as
-its run was never recorded as a success.
+Outputs are written under `<output_root>/.staging/<name>.<id>/` (fw_assets.layout), on the same
+filesystem as the published paths, so publishing is a series of renames. Before the first rename
+a journal lists them; each old target is moved aside into the staging folder, not deleted. If a
+rename fails, the ones already done are undone before the error is raised. If the publishing
+process dies half-way (kill -9, the OOM killer), the journal stays behind, and the next run or
+reader of any output of that dump rolls the publication back first: the killed run's output never
+appears, as its run was never recorded as a success.
 
 Each publication also writes a generation record, `<output_root>/published/<name>.json`, renamed
 into place in the same series: every published file with its size, and what the writer says about
@@ -82,7 +82,9 @@ class Staging:
         self.path = staging_root(output_root) / f"{name}.{self.generation}"
         self.path.mkdir(parents=True)
 
-    def publish(self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any] | None = None) -> dict:
+    def publish(
+        self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any] | None = None
+    ) -> dict:
         """Move each staged path onto its target (a target mapped to None is removed), together
         with the generation record holding `contents`. All or nothing; returns the record.
 
@@ -96,8 +98,12 @@ class Staging:
             "name": self.name,
             "dump": self.dump,
             "moves": [
-                {"target": str(t), "staged": str(s) if s else None, "aside": str(self.path / "replaced" / str(i))}
-                for i, (t, s) in enumerate(all_moves.items())
+                {
+                    "target": str(target),
+                    "staged": str(staged) if staged else None,
+                    "aside": str(self.path / "replaced" / str(i)),
+                }
+                for i, (target, staged) in enumerate(all_moves.items())
             ],
         }
         lock = _lock_path(self.output_root, self.name)
@@ -134,7 +140,7 @@ class Staging:
         }
 
     def discard(self) -> None:
-        """Delete the staging folder, unless a journal says a rollback is still owed (see recover_dump)."""
+        """Delete the staging folder, unless its journal says a rollback is owed (see recover_dump)."""
         if not (self.path / JOURNAL).exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
@@ -142,7 +148,8 @@ class Staging:
 def _publish_failure(staging: Staging, error: OSError) -> str:
     where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
     return (
-        f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where}). Every rename already done was undone: the previous output is "
+        f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where}). "
+        "Every rename already done was undone: the previous output is "
         "published unchanged. Fix the permissions of that folder and run it again."
     )
 
@@ -209,10 +216,13 @@ def _delete_abandoned_staging(output_root: Path, name: str) -> None:
 
 
 @contextmanager
-def staged_publication(output_root: Path, name: str, dump: str, log: Log | None = None) -> Iterator[Staging]:
+def staged_publication(
+    output_root: Path, name: str, dump: str, log: Log | None = None
+) -> Iterator[Staging]:
     """Be the only writer of `name`, repair what killed runs left for `dump`, and stage a new
     publication. Whatever the body does not publish is deleted on the way out, also when it raises."""
-    with _flock(_lock_path(output_root, name, ".write"), fcntl.LOCK_EX, log, f"another run writing {name}"):
+    write_lock = _lock_path(output_root, name, ".write")
+    with _flock(write_lock, fcntl.LOCK_EX, log, f"another run writing {name}"):
         recover_dump(output_root, dump, log)
         _delete_abandoned_staging(output_root, name)
         staging = Staging(output_root, name, dump, log)

@@ -89,7 +89,8 @@ def _try_lock(handle: IO) -> bool:
 def _write_holder(handle: IO, holder: dict[str, str]) -> None:
     handle.seek(0)
     handle.truncate(0)
-    handle.write(json.dumps({**holder, "pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    handle.write(json.dumps({**holder, "pid": os.getpid(), "since": since}))
     handle.flush()
 
 
