@@ -3,6 +3,7 @@ process, the next run marks it failed, a waiting step says who holds the slot an
 and tokenizer workers die with their run."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,11 +16,13 @@ import psutil
 import pytest
 
 from fw_assets.lib.slots import machine_slot, slot_holders
-from fw_assets.run_health import how_to_free
+from fw_assets.run_health import PID_TAG, how_to_free
 from fw_assets.synthetic import write_sample_dump
+from fw_assets.settings import SENSOR_INTERVAL_ENV
 from fw_assets_tests.conftest import subprocess_env
+from fw_assets_tests.dagster_services import DagsterServices
 
-DUMP, OTHER_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15"
+DUMP, OTHER_DUMP, NEW_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15", "CC-MAIN-2014-23"
 
 
 def test_a_waiting_step_names_the_holder_and_gets_the_slot_when_it_is_freed(tmp_path):
@@ -139,3 +142,40 @@ def test_tokenizer_workers_die_with_a_killed_run():
 
     wait_until(all_gone, 15, "the orphaned workers to exit")
 
+
+
+@pytest.mark.e2e
+def test_two_killed_cli_runs_never_hold_the_run_queue(tmp_path, dagster_home):
+    """Two CLI runs killed -9 used to stay STARTED and fill max_concurrent_runs (2), so the sensor's
+    runs queued forever. The sensor's tick now fails them, and the new dump's run finishes."""
+    home, source, output = dagster_home, tmp_path / "source", tmp_path / "out"
+    killed = []
+    for dump in (DUMP, OTHER_DUMP):
+        write_sample_dump(source, dump, rows=30_000, files=2, seed=5)
+        killed.append(cli_run(source, output, home, dump, "sampled", stderr=subprocess.DEVNULL))
+    try:
+        wait_until(lambda: list((output / ".staging").glob("sampled-*")), 120, "a run to be sampling")
+        with dg.DagsterInstance.get() as instance:  # one samples, the other waits for the slot
+            wait_until(
+                lambda: sum(PID_TAG in r.tags for r in instance.get_runs()) == 2, 120, "both runs to start"
+            )
+    finally:
+        for run in killed:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    for dump in (DUMP, OTHER_DUMP):  # only the new dump is for the sensor to process
+        shutil.rmtree(source / "data" / dump)
+
+    services = DagsterServices(
+        home, {"FW_SOURCE_DIR": str(source), "FW_OUTPUT_DIR": str(output), SENSOR_INTERVAL_ENV: "5"}
+    )
+    try:
+        services.wait_until_ready()
+        write_sample_dump(source, NEW_DUMP, rows=500, files=1, seed=6)
+        tags = {"dagster/sensor_name": "new_dumps", "dagster/partition": NEW_DUMP}
+        services.wait_for_runs("the sensor's run of the new dump", tags, 1)
+    finally:
+        services.stop()
+    with dg.DagsterInstance.get() as instance:
+        cli_runs = [r for r in instance.get_runs() if "dagster/sensor_name" not in r.tags]
+    assert sorted(r.status.value for r in cli_runs) == ["FAILURE", "FAILURE"]
