@@ -9,10 +9,11 @@
     <output_root>/minhash/<dump>.keys.parquet              minhash: the band keys sorted by key
     <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
-    <output_root>/.staging/                                staging folders, locks, DuckDB spill
+    <output_root>/published/<name>.json                    each output's generation record
+    <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
-Nothing here touches the disk except `bucketed_files` and `dedup_paths`, which list what was
-published.
+Nothing here touches the disk except `bucketed_files` and `published_decisions`, which list what
+was published.
 """
 
 from pathlib import Path
@@ -43,6 +44,41 @@ def publish_locks_dir(output_root: Path) -> Path:
     return staging_root(output_root) / "locks"
 
 
+def machine_slots_dir(output_root: Path, host: str) -> Path:
+    """The lock files of one machine's slots for heavy steps (fw_assets.lib.slots)."""
+    return staging_root(output_root) / "slots" / host
+
+
+def generation_record_path(output_root: Path, name: str) -> Path:
+    """The generation record of publication `name` (e.g. `published/bucketed-CC-MAIN-2013-20.json`)."""
+    return output_root / "published" / f"{name}.json"
+
+
+def sampled_publication(dump: str) -> str:
+    """The name sampled publishes a dump under (locks, staging, generation record)."""
+    return f"sampled-{dump}"
+
+
+def bucketed_publication(dump: str) -> str:
+    """The name bucketed publishes a dump under (locks, staging, generation record)."""
+    return f"bucketed-{dump}"
+
+
+def minhash_publication(dump: str) -> str:
+    """The name minhash publishes a dump's two files under (locks, staging, generation record)."""
+    return f"minhash-{dump}"
+
+
+def dedup_publication(dump: str) -> str:
+    """The name deduplicated publishes a dump's decisions under."""
+    return f"dedup-{dump}"
+
+
+def tokenized_publication(tokenizer_name: str, dump: str) -> str:
+    """The name tokenized publishes a dump's token files of one tokenizer under."""
+    return f"tokenized-{tokenizer_name}-{dump}"
+
+
 def spill_dir(output_root: Path) -> Path:
     """Where DuckDB spills when a step's data outgrows its memory limit."""
     return staging_root(output_root) / "duckdb-spill"
@@ -70,6 +106,15 @@ def bucketed_files(output_root: Path, dump: str, policy: SamplingPolicy) -> dict
     }
 
 
+def recorded_bucket_files(output_root: Path, record: dict) -> dict[str, tuple[int, list[Path]]]:
+    """Each bucket's rows and published files, as a generation record of bucketed says (a bucket
+    without rows is listed with 0: empty, not missing)."""
+    return {
+        bucket: (entry["rows"], [output_root / f for f in entry["files"]])
+        for bucket, entry in record["contents"]["buckets"].items()
+    }
+
+
 def minhash_path(output_root: Path, dump: str) -> Path:
     """Each bucketed document's LSH band keys and b-bit signature (fw_assets.dedup.minhash_file)."""
     return output_root / "minhash" / f"{dump}.parquet"
@@ -85,9 +130,13 @@ def dedup_path(output_root: Path, dump: str) -> Path:
     return output_root / "dedup" / f"{dump}.parquet"
 
 
-def dedup_paths(output_root: Path) -> dict[str, Path]:
-    """Every dump's decision file present, keyed by dump."""
-    return {path.stem: path for path in sorted((output_root / "dedup").glob("*.parquet"))}
+def published_decisions(output_root: Path) -> dict[str, Path]:
+    """Every dump whose dedup decisions were published (it has a generation record), with its
+    decision file."""
+    prefix = dedup_publication("")
+    records = generation_record_path(output_root, prefix).parent.glob(f"{prefix}*.json")
+    dumps = sorted(path.stem.removeprefix(prefix) for path in records)
+    return {dump: dedup_path(output_root, dump) for dump in dumps}
 
 
 def tokenized_root(output_root: Path) -> Path:

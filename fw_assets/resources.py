@@ -53,9 +53,9 @@ def default_memory_limit() -> str:
     return f"{default_memory_limit_bytes() // 2**20}MiB"
 
 
-# An asset whose step runs DuckDB on every usable core: its steps share the `duckdb` pool, which
-# dagster.yaml limits to one step at a time across runs.
-DUCKDB_STEP = dict(pool="duckdb", kinds={"duckdb", "parquet"})
+# An asset whose step runs DuckDB on every core. It holds this machine's `duckdb` slot while it
+# works (fw_assets.run_health.heavy_step), not a Dagster pool slot that a killed run would keep.
+DUCKDB_STEP = dict(kinds={"duckdb", "parquet"})
 
 
 class DuckDBSteps(dg.ConfigurableResource):

@@ -109,7 +109,9 @@ def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(source
     output = tmp_path / "damaged"
     shutil.copytree(in_order[0], output)
     keys = sorted_keys_path(minhash_path(output, EARLY))
-    keys.write_bytes(keys.read_bytes()[:-200])
+    damaged = bytearray(keys.read_bytes())  # same size, so the generation record does not notice
+    damaged[64:320] = bytes(range(256))
+    keys.write_bytes(bytes(damaged))
     before = dedup_path(output, LATE).read_bytes()
     result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
     assert not result.success

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucket_dump_dir, bucketed_files, dedup_path
+from fw_assets.layout import bucket_dump_dir, bucketed_files, bucketed_publication, dedup_path
 from fw_assets.lib.cores import usable_cores
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
@@ -27,8 +27,9 @@ from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.reconciliation import kept_per_bucket
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
+from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
+from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
@@ -55,16 +56,18 @@ def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
     table = pa.concat_tables(pq.read_table(f, columns=["id", "text"]) for f in files)
     decisions = pq.read_table(dedup_path(output, dump), columns=["id", "keep"])
     kept = set(decisions.filter(decisions.column("keep")).column("id").to_pylist())
-    return {i: t for i, t in zip(table.column("id").to_pylist(), table.column("text").to_pylist()) if i in kept}
+    pairs = zip(table.column("id").to_pylist(), table.column("text").to_pylist())
+    return {doc: text for doc, text in pairs if doc in kept}
 
 
 def staged_leftovers(output: Path) -> list[str]:
-    """Files under the output root's staging area besides its locks: scratch, spill, staged output."""
+    """Files under the output root's staging area besides its locks and slots: scratch, spill,
+    staged output."""
     staging = output / ".staging"
     return sorted(
         str(p.relative_to(staging))
         for p in staging.rglob("*")
-        if p.is_file() and p.parent != staging / "locks"
+        if p.is_file() and p.relative_to(staging).parts[0] not in ("locks", "slots")
     )
 
 
@@ -135,7 +138,8 @@ def test_only_kept_documents_are_tokenized_and_the_check_says_so(case):
     assert dropped, "the generated dump plants near-duplicate twins"
     tokenized_ids = set()
     for bucket in BUCKETS:
-        tokenized_ids |= set(read_document_index(token_prefix(output, tokenizer.name, bucket, DUMP))["id"].to_pylist())
+        prefix = token_prefix(output, tokenizer.name, bucket, DUMP)
+        tokenized_ids |= set(read_document_index(prefix)["id"].to_pylist())
     assert tokenized_ids == {r["id"] for r in decisions if r["keep"]}
     assert meta["documents"] == len(decisions) - len(dropped)
 
@@ -249,7 +253,8 @@ def bucket_inputs(output: Path, prefix_root: Path) -> list[BucketInput]:
     kept = kept_per_bucket(decisions)
     for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
         (prefix_root / bucket).mkdir(parents=True)
-        buckets.append(BucketInput(bucket, files, kept[bucket], prefix_root / bucket / DUMP, decisions))
+        prefix = prefix_root / bucket / DUMP
+        buckets.append(BucketInput(bucket, files, kept[bucket], prefix, decisions))
     return buckets
 
 
@@ -311,7 +316,8 @@ def test_documents_sharing_an_id_are_written_in_one_order_whatever_the_read_orde
         table = pa.table({"id": [ids[i] for i in order], "text": [texts[i] for i in order]})
         pq.write_table(table, folder / "bucket.parquet", row_group_size=1)
         decisions = folder / "decisions.parquet"  # every id kept
-        pq.write_table(pa.table({"id": sorted(set(ids)), "bucket": ["3.0"] * 2, "keep": [True] * 2}), decisions)
+        kept = sorted(set(ids))
+        pq.write_table(pa.table({"id": kept, "bucket": ["3.0"] * 2, "keep": [True] * 2}), decisions)
         bucket = BucketInput("3.0", [folder / "bucket.parquet"], len(ids), folder / "out" / DUMP, decisions)
         tokenize_directly([bucket], folder / "scratch", lambda line: None, 1, 2, 64)
         written.append([f.read_bytes() for f in token_files(bucket.prefix)])
@@ -360,6 +366,7 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
     is_broken = pc.equal(table.column("id"), broken_id)
     texts = pc.if_else(is_broken, pa.scalar(None, pa.string()), table.column("text"))
     pq.write_table(table.set_column(1, "text", texts), bucket_file)
+    rerecord_size(output, bucketed_publication(DUMP), bucket_file)  # damage no size check sees
 
     result = run_tokenized(source, output, TokenizerResource(workers=2), raise_on_error=False)
     assert not result.success
@@ -409,3 +416,75 @@ def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
     assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu"
     assert dg.AssetKey("bucketed") in tokenized_def.dependency_keys
     assert "tokenizer" in defs.resources
+
+
+# A child process re-materializes bucketed of DUMP and SIGKILLs itself right after moving the
+# first old bucket folder aside: en/2.8/DUMP is then absent from the published tree.
+KILLED_BUCKETED = """
+import os, signal, sys
+from pathlib import Path
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets_tests.helpers import materialize_dump
+real_rename = os.rename
+def rename_then_die(src, dst):
+    real_rename(src, dst)
+    if Path(dst).parent.name == "replaced":
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[bucketed])
+"""
+
+
+def upstream_tree(output: Path) -> dict[str, str]:
+    """Published files and records of every stage before tokenized."""
+    return {p: d for p, d in published_tree(output).items() if "tokenized" not in p}
+
+
+@pytest.mark.e2e
+def test_a_bucketed_publish_killed_half_way_never_costs_tokenized_a_bucket(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    bucketed_before, tokens_before = upstream_tree(output), tokenized_tree(output)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_BUCKETED, str(source), str(output), DUMP], env=env
+    )
+    assert child.returncode == -9
+    assert not bucket_dump_dir(output, "2.8", DUMP).exists(), "precondition: a bucket folder is gone"
+
+    meta = metadata(run_tokenized(source, output, TokenizerResource(workers=1)))
+    assert upstream_tree(output) == bucketed_before, "the killed publish was rolled back"
+    assert tokenized_tree(output) == tokens_before, "no bucket's token files were removed"
+    assert meta["documents_2.8"] > 0
+
+
+BLANK_TEXTS = ["", "   \n\t", "\u200b\u200b", "\ufeff", "\u00a0\u3000 \u2060"]
+
+
+def test_blank_texts_are_dropped_counted_and_warned_about(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    (path,) = (source / "data" / DUMP).glob("*.parquet")
+    blanks = {row: BLANK_TEXTS[row % len(BLANK_TEXTS)] for row in range(0, 600, 10)}
+    bad.rewrite(path, bad.with_values("text", blanks))
+    ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    blank_ids = {ids[row] for row in blanks}
+
+    with dg.instance_for_test() as instance:
+        result = run_tokenized(source, output, TokenizerResource(workers=1), chain=True, instance=instance)
+        warnings = [
+            e.user_message for e in instance.all_logs(result.run_id) if "whose text is empty" in e.user_message
+        ]
+    meta = metadata(result)
+    dropped = 0
+    for bucket in BUCKETS:
+        bucketed_ids = set(bucket_texts(output, bucket))
+        expected = len(bucketed_ids & blank_ids)
+        assert meta[f"blank_dropped_{bucket}"] == expected
+        assert meta[f"documents_{bucket}"] == len(bucketed_ids) - expected
+        docs = read_document_index(token_prefix(output, CL100K, bucket, DUMP))
+        assert not blank_ids & set(docs.column("id").to_pylist()), "no EOD-only document"
+        dropped += expected
+    assert meta["blank_documents_dropped"] == dropped > 0
+    assert len(warnings) == 1 and f"dropped {dropped:,} of" in warnings[0]

@@ -9,7 +9,7 @@ import duckdb
 
 from fw_assets import settings
 from fw_assets.dedup.explain import explain
-from fw_assets.layout import dedup_paths, minhash_path
+from fw_assets.layout import minhash_path, published_decisions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the output root (default: ${settings.OUTPUT_DIR_ENV} or {settings.DEFAULT_OUTPUT_DIR})",
     )
     args = parser.parse_args(argv)
-    decisions = dedup_paths(args.output)
+    decisions = published_decisions(args.output)
     if not decisions:
         print(f"No decision files under {args.output}/dedup/: materialize deduplicated first.")
         return 2

@@ -6,6 +6,7 @@ never change older dumps', so one run per dump writes only its own file.
 """
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
@@ -24,13 +25,25 @@ from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_file import MinhashFileError
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.layout import bucketed_files, dedup_path, minhash_path, spill_dir
+from fw_assets.layout import (
+    bucketed_files,
+    bucketed_publication,
+    dedup_path,
+    dedup_publication,
+    generation_record_path,
+    minhash_path,
+    minhash_publication,
+    recorded_bucket_files,
+    spill_dir,
+)
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP, dump_partitions, this_and_earlier_dumps
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 SQL = (
     "dedup_current_documents", "dedup_current_keys", "dedup_within_candidates",
@@ -42,6 +55,8 @@ MODULES = tuple(
 )
 # The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
 FINGERPRINT = MINHASH_POLICY.fingerprint()
+# A decision row (id, bucket, pointer, similarity) compresses to well under 100 bytes.
+DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
 
 
 @dg.asset(
@@ -57,24 +72,31 @@ FINGERPRINT = MINHASH_POLICY.fingerprint()
 def deduplicated(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> Events:
-    dump, root = context.partition_key, storage.output_root
-    own = minhash_path(root, dump)
-    if not own.is_file():
-        raise dg.Failure(
-            f"Dump {dump}: no minhash file at {own}; materialize minhash for this dump first. "
-            "Nothing was published."
-        )
-    earlier = {
-        d: minhash_path(root, d)
-        for d in dump_partitions.get_partition_keys()
-        if d < dump and minhash_path(root, d).is_file()
-    }
-    bucketed_of = {d: _bucketed_paths(storage, d) for d in (dump, *earlier)}
+    dump, root, log = context.partition_key, storage.output_root, context.log.info
     started = time.monotonic()
     with (
-        staged_publication(root, f"dedup-{dump}") as staging,
+        heavy_step(context, root, DUCKDB_POOL, DECISION_SPACE),
+        staged_publication(root, dedup_publication(dump), dump, log) as staging,
+        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
+        ExitStack() as minhash_records,  # every minhash file read stays this generation
         warehouse.connect(spill_dir(root)) as con,
     ):
+        signed = {
+            d: minhash_records.enter_context(published_generation(root, minhash_publication(d), d, log))
+            for d in dump_partitions.get_partition_keys()
+            if d <= dump
+        }
+        for name, record in ((minhash_publication(dump), signed[dump]), (bucketed_publication(dump), bucketed_record)):
+            if record is None:
+                raise dg.Failure(
+                    f"Dump {dump}: {name} was never published (no generation record at "
+                    f"{generation_record_path(root, name)}); materialize it first. Nothing was published."
+                )
+        own = minhash_path(root, dump)
+        # An earlier dump never signed (not downloaded) has no record: it does not block.
+        earlier = {d: minhash_path(root, d) for d, record in signed.items() if record and d < dump}
+        bucketed_of = {d: _bucketed_paths(storage, d) for d in earlier}
+        bucketed_of[dump] = [p for _, paths in recorded_bucket_files(root, bucketed_record).values() for p in paths]
         staged = staging.path / f"{dump}.parquet"
         try:
             summary = decide_dump(con, dump, own, list(earlier.items()), staged, MINHASH_POLICY)
@@ -87,7 +109,10 @@ def deduplicated(
         report = ContractReport(dump, "deduplicated", outcomes)
         metadata = _metadata(con, dump, staged, bucketed_of, summary, len(earlier))
         yield from report.refuse_if_blocked()
-        staging.publish({dedup_path(root, dump): staged})
+        staging.publish(
+            {dedup_path(root, dump): staged},
+            {"earlier_dumps": sorted(earlier), "minhash_generations": {d: signed[d]["generation"] for d in (*earlier, dump)}},
+        )
     seconds = time.monotonic() - started
     timing = {
         "seconds": round(seconds, 2),
@@ -98,6 +123,7 @@ def deduplicated(
 
 
 def _bucketed_paths(storage: FineWebStorage, dump: str) -> list[Path]:
+    """An earlier dump's bucketed files, for the texts of example pairs only (not reconciled)."""
     return [p for paths in bucketed_files(storage.output_root, dump, SEED_POLICY).values() for p in paths]
 
 

@@ -1,18 +1,29 @@
 """`minhash`: each bucketed document's LSH band keys and b-bit signature, one file per dump."""
 
+import json
 import time
+from pathlib import Path
 
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.minhash_file import write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.layout import bucketed_files, minhash_path, sorted_keys_path, spill_dir
-from fw_assets.lib.publish import staged_publication
+from fw_assets.layout import (
+    bucketed_publication,
+    generation_record_path,
+    minhash_path,
+    minhash_publication,
+    recorded_bucket_files,
+    sorted_keys_path,
+    spill_dir,
+)
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 # What decides the file's bytes; the policy's signature fingerprint (n-gram, bands, rows, seed,
 # bits, shingling version) leads the code version: changing any of them re-signs every dump.
@@ -22,6 +33,9 @@ MODULES = tuple(
     for name in ("minhash_file", "shingles", "signatures", "sorted_keys", "row_groups", "policy")
 )
 FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
+# A signed document takes ~600 bytes: its id, 16 band keys twice (per document and sorted) and a
+# 224-byte signature.
+BYTES_PER_DOCUMENT = 600
 
 
 @dg.asset(
@@ -36,26 +50,34 @@ FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
 def minhash(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> dg.MaterializeResult:
-    dump, root = context.partition_key, storage.output_root
-    sources = [
-        (bucket, path)
-        for bucket, paths in bucketed_files(root, dump, SEED_POLICY).items()
-        for path in paths
-    ]
-    if not sources:
-        raise dg.Failure(
-            f"Dump {dump}: no bucketed parquet for any bucket; materialize bucketed for this dump "
-            "first. Nothing was published."
-        )
+    dump, root, log = context.partition_key, storage.output_root, context.log.info
     started = time.monotonic()
-    with staged_publication(root, f"minhash-{dump}") as staging:
+    with (
+        heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
+        staged_publication(root, minhash_publication(dump), dump, log) as staging,
+        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
+    ):
+        if bucketed_record is None:
+            raise dg.Failure(
+                f"Dump {dump}: bucketed was never published for this dump (no generation record at "
+                f"{generation_record_path(root, bucketed_publication(dump))}). Materialize `bucketed` "
+                "for this dump first; nothing was published."
+            )
+        sources = [
+            (bucket, path)
+            for bucket, (_, paths) in recorded_bucket_files(root, bucketed_record).items()
+            for path in paths
+        ]
         staged = staging.path / f"{dump}.parquet"
         with warehouse.connect(spill_dir(root)) as con:
             summary = write_minhash_file(
                 con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
             )
         target = minhash_path(root, dump)
-        staging.publish({target: staged, sorted_keys_path(target): sorted_keys_path(staged)})
+        staging.publish(
+            {target: staged, sorted_keys_path(target): sorted_keys_path(staged)},
+            {"documents": summary.documents, "bucketed_generation": bucketed_record["generation"]},
+        )
     seconds = time.monotonic() - started
     return dg.MaterializeResult(
         metadata={
@@ -72,3 +94,12 @@ def minhash(
             **warehouse.cores_metadata(),
         }
     )
+
+
+def _space_needed(root: Path, dump: str) -> SpaceNeed:
+    record = generation_record_path(root, bucketed_publication(dump))
+    rows = (
+        sum(b["rows"] for b in json.loads(record.read_text())["contents"]["buckets"].values())
+        if record.is_file() else 0
+    )
+    return SpaceNeed(rows * BYTES_PER_DOCUMENT, f"about {BYTES_PER_DOCUMENT} bytes per bucketed document")

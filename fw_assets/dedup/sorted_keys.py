@@ -35,8 +35,11 @@ def write_sorted_keys(
 
 
 def read_sorted_keys(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(keys, rows) of a sorted keys file."""
-    table = pq.read_table(path, page_checksum_verification=True)
+    """(keys, rows) of a sorted keys file; a damaged page (its checksum) raises naming the file."""
+    try:
+        table = pq.read_table(path, page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as error:
+        raise ValueError(f"{path}: {error}") from error
     if not table.schema.remove_metadata().equals(SORTED_KEYS_SCHEMA):
         raise ValueError(f"columns {table.schema} differ from {SORTED_KEYS_SCHEMA}")
     return table.column("key").to_numpy(), table.column("row").to_numpy()

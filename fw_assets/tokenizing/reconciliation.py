@@ -21,7 +21,8 @@ TOKENIZED_RECONCILIATION = ContractCheck(
 TOKENIZED_CHECKS = (TOKENIZED_RECONCILIATION,)
 
 _PROBLEMS = {
-    "kept_not_tokenized": "ids kept by the dedup decisions but missing from the token files",
+    "kept_not_tokenized": "ids kept by the dedup decisions but missing from the token files "
+    "(blank texts, dropped on purpose, aside)",
     "tokenized_not_kept": "ids in the token files that the dedup decisions drop or do not hold",
 }
 
@@ -34,29 +35,29 @@ def kept_per_bucket(decisions: Path) -> dict[str, int]:
 
 
 def check_tokenized(
-    con: duckdb.DuckDBPyConnection, decisions: Path, sidecars: Mapping[str, Path | None]
+    con: duckdb.DuckDBPyConnection,
+    decisions: Path,
+    sidecars: Mapping[str, Path | None],
+    blank: Mapping[str, int],
 ) -> CheckOutcome:
     """Reconcile each bucket's staged docs sidecar (None: the bucket wrote no files) with the
-    kept ids of that bucket."""
+    kept ids of that bucket; `blank` kept documents per bucket were dropped for a blank text."""
     kept = kept_per_bucket(decisions)
     violations, figures = [], {}
     for bucket, docs in sidecars.items():
         figures[f"kept_{bucket}"] = kept.get(bucket, 0)
-        if docs is None:
-            if kept.get(bucket, 0):
-                n = kept[bucket]
-                violations.append(Violation(
-                    "kept_not_tokenized", "id", n, f"bucket {bucket}: {count_rows(n)}: {_PROBLEMS['kept_not_tokenized']}"
-                ))
-            continue
-        rows = con.execute(
-            load_sql("tokenized_reconciliation"),
-            {"decisions": str(decisions), "bucket": bucket, "docs": str(docs)},
-        ).fetchall()
-        violations += [
-            Violation(rule, "id", n, f"bucket {bucket}: {count_rows(n)}: {_PROBLEMS[rule]}",
-                      file=docs.name, examples=tuple(examples))
-            for rule, n, examples in rows
-            if n
-        ]
+        missing, extra, examples = kept.get(bucket, 0), 0, {}
+        if docs is not None:
+            rows = con.execute(
+                load_sql("tokenized_reconciliation"),
+                {"decisions": str(decisions), "bucket": bucket, "docs": str(docs)},
+            ).fetchall()
+            counts = {rule: n for rule, n, _ in rows}
+            examples = {rule: tuple(ids or ()) for rule, _, ids in rows}
+            missing, extra = counts["kept_not_tokenized"], counts["tokenized_not_kept"]
+        for rule, n in (("kept_not_tokenized", missing - blank.get(bucket, 0)), ("tokenized_not_kept", extra)):
+            if n:
+                problem = f"bucket {bucket}: {count_rows(n)}: {_PROBLEMS[rule]}"
+                where = docs.name if docs else None
+                violations.append(Violation(rule, "id", n, problem, where, examples.get(rule, ())))
     return TOKENIZED_RECONCILIATION.outcome(violations, figures)
