@@ -12,6 +12,7 @@ dedup tests compare fw_assets against this number measured on the same rows.
 import argparse
 import itertools
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -40,8 +41,12 @@ def caught_share(pairs: Sequence[tuple[str, str]], kept: Iterable[str]) -> float
     return sum(1 for a, b in pairs if not (a in kept and b in kept)) / len(pairs)
 
 
-def datatrove_kept_ids(root: Path, dumps: Sequence[str], work: Path) -> set[str]:
-    """Ids datatrove's four MinHash stages keep, over all rows of `dumps` taken together."""
+def datatrove_kept_ids(
+    root: Path, work: Path, tasks: int = 1, workers: int = 1
+) -> tuple[set[str], list[float]]:
+    """Ids datatrove's four MinHash stages keep, over every row under `root/data` taken together
+    (`tasks` reader tasks in the signature and filter stages, `workers` processes in each stage),
+    and each stage's wall seconds."""
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.dedup.minhash import (
         MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature,
@@ -55,18 +60,23 @@ def datatrove_kept_ids(root: Path, dumps: Sequence[str], work: Path) -> set[str]
         return ParquetReader(str(root / "data"), recursive=True, text_key="text", id_key="id")
 
     stages = [
-        ([reader(), MinhashDedupSignature(str(work / "sigs"), config=config)], 1),
+        ([reader(), MinhashDedupSignature(str(work / "sigs"), config=config)], tasks),
         (
             [MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)],
             config.num_buckets,
         ),
         ([MinhashDedupCluster(str(work / "buckets"), str(work / "remove"), config=config)], 1),
-        ([reader(), MinhashDedupFilter(str(work / "remove")), ParquetWriter(str(work / "kept"))], 1),
+        ([reader(), MinhashDedupFilter(str(work / "remove")), ParquetWriter(str(work / "kept"))], tasks),
     ]
-    for i, (pipeline, tasks) in enumerate(stages):
-        LocalPipelineExecutor(pipeline, tasks=tasks, workers=1, logging_dir=str(work / f"logs{i}")).run()
+    seconds = []
+    for i, (pipeline, stage_tasks) in enumerate(stages):
+        began = time.perf_counter()
+        LocalPipelineExecutor(
+            pipeline, tasks=stage_tasks, workers=min(workers, stage_tasks), logging_dir=str(work / f"logs{i}")
+        ).run()
+        seconds.append(time.perf_counter() - began)
     kept = pq.read_table(work / "kept")["id"].to_pylist()
-    return set(kept)
+    return set(kept), seconds
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     pairs = planted_pairs(args.root, args.dumps)
     with tempfile.TemporaryDirectory() as work:
-        kept = datatrove_kept_ids(args.root, args.dumps, Path(work))
+        kept, _ = datatrove_kept_ids(args.root, Path(work))
     total = args.rows * len(args.dumps)
     print(f"{len(pairs)} planted pairs; datatrove keeps {len(kept)} of {total} documents;"
           f" pairs with at most one kept: {caught_share(pairs, kept):.4f}")

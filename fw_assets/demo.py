@@ -15,11 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets import settings
 from fw_assets.layout import (
     bucket_dump_dir,
+    dedup_path,
     source_data_dir,
     source_dump_dir,
     token_prefix,
@@ -78,6 +80,22 @@ def bucket_summary(output: Path, dumps: list[str]) -> str:
     return table(["bucket", "dump", "files", "rows", "bytes"], rows)
 
 
+def dedup_summary(output: Path, dumps: list[str]) -> tuple[str, str | None]:
+    """Near-duplicates dropped per dump, and the id of one dropped against an earlier dump."""
+    rows, example = [], None
+    for dump in dumps:
+        decisions = pq.read_table(dedup_path(output, dump), columns=["id", "keep", "duplicate_of_dump"])
+        dropped = decisions.filter(pc.invert(decisions.column("keep")))
+        earlier = dropped.filter(pc.not_equal(dropped.column("duplicate_of_dump"), dump))
+        rows.append((
+            dump, decisions.num_rows, dropped.num_rows - earlier.num_rows, earlier.num_rows,
+            decisions.num_rows - dropped.num_rows,
+        ))
+        example = example or (earlier.column("id")[0].as_py() if earlier.num_rows else None)
+    header = ["dump", "documents", "dropped within dump", "dropped against earlier dumps", "kept"]
+    return table(header, rows), example
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fw_assets.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--dumps", nargs="+", default=list(DEFAULT_DUMPS), metavar="DUMP")
@@ -97,8 +115,13 @@ def main(argv: list[str] | None = None) -> None:
     tokens = token_prefix(output, "<tokenizer>", "<bucket>", "<dump>")
     if tokenized_root(output).is_dir():
         print(f"tokenized:      {tokens}.bin|.idx|.docs.parquet")
+    print(f"dedup:          {dedup_path(output, '<dump>')} (one decision per bucketed id)")
     print("run history:    open the UI with: dagster dev -w workspace.yaml\n")
     print(bucket_summary(output, args.dumps))
+    drops, example = dedup_summary(output, args.dumps)
+    print(f"\nnear-duplicates (tokenized holds the kept documents only):\n{drops}")
+    if example:
+        print(f"\nwhy one was dropped:  python -m fw_assets.dedup explain '{example}'")
 
 
 if __name__ == "__main__":

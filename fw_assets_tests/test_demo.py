@@ -25,3 +25,6 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
             assert list((output / "en" / bucket.name / dump).glob("*.parquet"))
             assert f"| {bucket.name} | {dump} | 1 |" in finished.stdout
     assert f"{output}/en/<bucket>/<dump>/*.parquet" in finished.stdout
+    later = next(line for line in finished.stdout.splitlines() if line.startswith(f"| {dumps[1]} | "))
+    assert int(later.split("|")[4].replace(",", "")) > 0, "the later dump drops copies of the earlier one"
+    assert "python -m fw_assets.dedup explain '<urn:uuid:" in finished.stdout
