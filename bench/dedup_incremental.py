@@ -68,7 +68,10 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(decide_once(args.root, args.child, args.threads)))
         return
     (args.root / "dedup").mkdir(exist_ok=True)
-    print("| dump | earlier dumps read | documents | dropped | CPU s | wall s | peak RSS GiB | CPU / 1st | numba load CPU s |")
+    print(
+        "| dump | earlier dumps read | documents | dropped | CPU s | wall s | peak RSS GiB | CPU / 1st"
+        " | numba load CPU s |"
+    )
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     first = None
     for k in (0, 1, 4, 7):

@@ -119,7 +119,9 @@ def _drop_share(buckets: Mapping[str, BucketDrops], policy: MinhashPolicy) -> Ch
         for bucket, b in buckets.items()
         if b.documents and b.dropped / b.documents > limit
     ]
-    figures = {f"drop_share_{bucket}": round(b.dropped / max(b.documents, 1), 4) for bucket, b in buckets.items()}
+    figures = {
+        f"drop_share_{bucket}": round(b.dropped / max(b.documents, 1), 4) for bucket, b in buckets.items()
+    }
     return DROP_SHARE.outcome(violations, {**figures, "warning_share": limit})
 
 

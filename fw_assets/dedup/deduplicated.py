@@ -6,7 +6,9 @@ never change older dumps', so one run per dump writes only its own file.
 """
 
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -38,7 +40,7 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP, dump_partitions, this_and_earlier_dumps
 from fw_assets.policy import SEED_POLICY
@@ -77,42 +79,23 @@ def deduplicated(
     with (
         heavy_step(context, root, DUCKDB_POOL, DECISION_SPACE),
         staged_publication(root, dedup_publication(dump), dump, log) as staging,
-        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
-        ExitStack() as minhash_records,  # every minhash file read stays this generation
+        _published_inputs(root, dump, log) as inputs,
         warehouse.connect(spill_dir(root)) as con,
     ):
-        signed = {
-            d: minhash_records.enter_context(published_generation(root, minhash_publication(d), d, log))
-            for d in dump_partitions.get_partition_keys()
-            if d <= dump
-        }
-        for name, record in ((minhash_publication(dump), signed[dump]), (bucketed_publication(dump), bucketed_record)):
-            if record is None:
-                raise dg.Failure(
-                    f"Dump {dump}: {name} was never published (no generation record at "
-                    f"{generation_record_path(root, name)}); materialize it first. Nothing was published."
-                )
-        own = minhash_path(root, dump)
-        # An earlier dump never signed (not downloaded) has no record: it does not block.
-        earlier = {d: minhash_path(root, d) for d, record in signed.items() if record and d < dump}
-        bucketed_of = {d: _bucketed_paths(storage, d) for d in earlier}
-        bucketed_of[dump] = [p for _, paths in recorded_bucket_files(root, bucketed_record).values() for p in paths]
         staged = staging.path / f"{dump}.parquet"
         try:
-            summary = decide_dump(con, dump, own, list(earlier.items()), staged, MINHASH_POLICY)
+            summary = decide_dump(
+                con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY
+            )
         except MinhashFileError as error:
             raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
         decide_seconds = time.monotonic() - started
-        outcomes = check_decisions(
-            con, dump, staged, bucketed_of[dump], {dump: own, **earlier}, MINHASH_POLICY
-        )
+        outcomes = check_decisions(con, dump, staged, inputs.bucketed, inputs.minhash, MINHASH_POLICY)
         report = ContractReport(dump, "deduplicated", outcomes)
-        metadata = _metadata(con, dump, staged, bucketed_of, summary, len(earlier))
+        texts = {d: _bucketed_paths(storage, d) for d in inputs.earlier()} | {dump: inputs.bucketed}
+        metadata = _metadata(con, dump, staged, texts, summary, len(inputs.earlier()))
         yield from report.refuse_if_blocked()
-        staging.publish(
-            {dedup_path(root, dump): staged},
-            {"earlier_dumps": sorted(earlier), "minhash_generations": {d: signed[d]["generation"] for d in (*earlier, dump)}},
-        )
+        staging.publish({dedup_path(root, dump): staged}, inputs.record_contents())
     seconds = time.monotonic() - started
     timing = {
         "seconds": round(seconds, 2),
@@ -120,6 +103,55 @@ def deduplicated(
         "documents_per_second": round(summary.documents / max(seconds, 1e-9)),
     }
     yield report.materialization({**metadata, **timing, **warehouse.cores_metadata()})
+
+
+@dataclass(frozen=True)
+class DecisionInputs:
+    """What one dump's decisions read: the minhash files of the dump and of every earlier dump that
+    has one (dump -> path, crawl order), their generations, and the dump's bucketed files."""
+
+    dump: str
+    minhash: dict[str, Path]
+    generations: dict[str, str]
+    bucketed: list[Path]
+
+    def earlier(self) -> dict[str, Path]:
+        return {d: path for d, path in self.minhash.items() if d < self.dump}
+
+    def record_contents(self) -> dict:
+        """What the decisions' generation record says they were decided from."""
+        return {"earlier_dumps": sorted(self.earlier()), "minhash_generations": self.generations}
+
+
+@contextmanager
+def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInputs]:
+    """The inputs as their generation records publish them, each held still while the step reads
+    (no publication can replace them meanwhile). An earlier dump never signed (not downloaded) has
+    no record and does not block; the dump's own minhash and bucketed must be there."""
+    with ExitStack() as held:
+        records = {
+            d: held.enter_context(published_generation(root, minhash_publication(d), d, log))
+            for d in dump_partitions.get_partition_keys()
+            if d <= dump
+        }
+        bucketed = held.enter_context(
+            published_generation(root, bucketed_publication(dump), dump, log)
+        )
+        required = {minhash_publication(dump): records[dump], bucketed_publication(dump): bucketed}
+        for name, record in required.items():
+            if record is None:
+                raise dg.Failure(
+                    f"Dump {dump}: {name} was never published (no generation record at "
+                    f"{generation_record_path(root, name)}); materialize it first. "
+                    "Nothing was published."
+                )
+        signed = {d: record for d, record in records.items() if record}
+        yield DecisionInputs(
+            dump,
+            {d: minhash_path(root, d) for d in signed},
+            {d: record["generation"] for d, record in signed.items()},
+            [p for _, paths in recorded_bucket_files(root, bucketed).values() for p in paths],
+        )
 
 
 def _bucketed_paths(storage: FineWebStorage, dump: str) -> list[Path]:

@@ -55,7 +55,8 @@ def check_tokenized(
             counts = {rule: n for rule, n, _ in rows}
             examples = {rule: tuple(ids or ()) for rule, _, ids in rows}
             missing, extra = counts["kept_not_tokenized"], counts["tokenized_not_kept"]
-        for rule, n in (("kept_not_tokenized", missing - blank.get(bucket, 0)), ("tokenized_not_kept", extra)):
+        unexplained = {"kept_not_tokenized": missing - blank.get(bucket, 0), "tokenized_not_kept": extra}
+        for rule, n in unexplained.items():
             if n:
                 problem = f"bucket {bucket}: {count_rows(n)}: {_PROBLEMS[rule]}"
                 where = docs.name if docs else None
