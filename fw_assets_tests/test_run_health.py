@@ -150,19 +150,24 @@ def test_two_killed_cli_runs_never_hold_the_run_queue(tmp_path, dagster_home):
     runs queued forever. The sensor's tick now fails them, and the new dump's run finishes."""
     home, source, output = dagster_home, tmp_path / "source", tmp_path / "out"
     killed = []
-    for dump in (DUMP, OTHER_DUMP):
-        write_sample_dump(source, dump, rows=30_000, files=2, seed=5)
-        killed.append(cli_run(source, output, home, dump, "sampled", stderr=subprocess.DEVNULL))
-    try:
-        wait_until(lambda: list((output / ".staging").glob("sampled-*")), 120, "a run to be sampling")
-        with dg.DagsterInstance.get() as instance:  # one samples, the other waits for the slot
-            wait_until(
-                lambda: sum(PID_TAG in r.tags for r in instance.get_runs()) == 2, 120, "both runs to start"
-            )
-    finally:
-        for run in killed:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+    slots = output / ".staging" / "slots" / os.uname().nodename
+    # The test holds the only duckdb slot, so both runs are STARTED and waiting when killed, however
+    # fast or slow this machine is.
+    with machine_slot(slots, "duckdb", 1, {"run_id": "the test"}, print, how_to_free):
+        for dump in (DUMP, OTHER_DUMP):
+            write_sample_dump(source, dump, rows=3_000, files=2, seed=5)
+            killed.append(cli_run(source, output, home, dump, "sampled", stderr=subprocess.DEVNULL))
+        try:
+            with dg.DagsterInstance.get() as instance:
+                wait_until(
+                    lambda: sum(PID_TAG in r.tags for r in instance.get_runs()) == 2,
+                    120,
+                    "both runs to start",
+                )
+        finally:
+            for run in killed:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.wait()
     for dump in (DUMP, OTHER_DUMP):  # only the new dump is for the sensor to process
         shutil.rmtree(source / "data" / dump)
 

@@ -2,6 +2,7 @@
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
 keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
