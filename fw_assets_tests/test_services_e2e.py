@@ -89,14 +89,13 @@ def sensor_run(services, world) -> dict:
 
 @pytest.fixture(scope="module")
 def backfill_runs(services, world, sensor_run) -> tuple[str, list[dict]]:
-    """With the sensor turned off (as in the UI), two more dumps backfilled through GraphQL: two
-    runs per dump (see the backfill test)."""
+    """With the sensor turned off (as in the UI), two more dumps backfilled through GraphQL."""
     services.stop_sensor("new_dumps")
     for dump in BACKFILL_DUMPS:
         write_sample_dump(world["source"], dump, rows=ROWS, files=1)
     backfill_id = services.launch_backfill(chain_asset_keys(), list(BACKFILL_DUMPS))
     return backfill_id, services.wait_for_runs(
-        "the backfill's runs", {"dagster/backfill": backfill_id}, 2 * len(BACKFILL_DUMPS)
+        "the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS)
     )
 
 
@@ -123,21 +122,18 @@ def cli_run(services, world, backfill_runs) -> dict:
     env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
     dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "*",
                 "--partition", CLI_DUMP, env=env, cwd=world["home"])
-    [run] = [r for r in services.runs({"dagster/partition": CLI_DUMP}) if not tag(r, "dagster/sensor_name")]
+    [run] = services.runs({"dagster/partition": CLI_DUMP})
     return run
 
 
-def test_a_backfill_of_two_dumps_is_two_runs_per_dump_holding_the_whole_chain(services, world, backfill_runs):
-    """A dump's decisions wait for the minhash of every earlier dump (their partition mapping), so
-    Dagster runs a backfilled dump in two runs: raw to minhash, then deduplicated and tokenized once
-    the earlier dumps' minhash runs are done. Together they hold the whole chain, once."""
+def test_a_backfill_of_two_dumps_is_two_runs_each_holding_the_whole_chain(services, world, backfill_runs):
     backfill_id, finished = backfill_runs
-    assert len(services.runs({"dagster/backfill": backfill_id})) == 2 * len(BACKFILL_DUMPS)
+    assert len(services.runs({"dagster/backfill": backfill_id})) == len(BACKFILL_DUMPS)
     # Dagster's default backfill policy: each run is one dump, tagged as a partition (not a range)
-    assert sorted(tag(run, "dagster/partition") for run in finished) == sorted(2 * BACKFILL_DUMPS)
+    assert sorted(tag(run, "dagster/partition") for run in finished) == sorted(BACKFILL_DUMPS)
     assert not any(tag(run, "dagster/asset_partition_range_start") for run in finished)
-    for dump in BACKFILL_DUMPS:
-        assert_whole_chain_succeeded(*[run for run in finished if tag(run, "dagster/partition") == dump])
+    for run in finished:
+        assert_whole_chain_succeeded(run)
     for dump in BACKFILL_DUMPS:
         assert_published(world["output"], dump)
 
