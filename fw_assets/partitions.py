@@ -52,10 +52,3 @@ dump_partitions = build_dump_partitions(settings.source_dir())
 # checks' results were stored without a dump and shown on another dump's materialization.
 PER_DUMP = dict(partitions_def=dump_partitions, group_name="fineweb_edu")
 
-
-def this_and_earlier_dumps() -> dg.StaticPartitionMapping:
-    """Each dump's partition of a downstream asset reads the upstream partitions of that dump and
-    of every earlier one (crawl order = key order): lineage shows it, and an earlier dump
-    materialized late marks the later dumps' downstream partitions stale."""
-    keys = dump_partitions.get_partition_keys()
-    return dg.StaticPartitionMapping({key: keys[i:] for i, key in enumerate(keys)})

@@ -42,7 +42,7 @@ from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP, dump_partitions, this_and_earlier_dumps
+from fw_assets.partitions import PER_DUMP, dump_partitions
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
@@ -63,7 +63,10 @@ DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
 
 @dg.asset(
     **PER_DUMP,
-    deps=[dg.AssetDep(minhash, partition_mapping=this_and_earlier_dumps())],
+    # Its own dump's minhash only, though it reads every earlier dump's too: see the README (a
+    # partition mapping to every earlier dump made a UI backfill of one dump target the decisions
+    # and tokens of every later known dump). `stale_dedup` re-runs the decisions that get stale.
+    deps=[minhash],
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
     check_specs=check_specs("deduplicated", DEDUP_CHECKS),
