@@ -485,7 +485,13 @@ class HeadlessChromium:
             text = self.text()
             return text if all(e in text for e in expected) and not any(a in text for a in absent) else None
 
-        return wait_for(what, shown, timeout, 0.5)
+        try:
+            return wait_for(what, shown, timeout, 0.5)
+        except AssertionError as error:
+            text = self.text()
+            missing = [e for e in expected if e not in text]
+            unwanted = [a for a in absent if a in text]
+            raise AssertionError(f"{error}\nmissing {missing}, unwanted {unwanted}; page: {text[:1500]}") from None
 
     def screenshot(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)

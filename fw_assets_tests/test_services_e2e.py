@@ -162,7 +162,9 @@ def chromium():
     executable = find_chromium()
     if executable is None:
         pytest.fail("Chromium not found: `apt-get install -y chromium` (.ci/run installs it)")
-    browser = HeadlessChromium(executable)
+    # Wide enough that the graph of the six-asset chain (left to right) fits at a zoom where Dagster draws each
+    # node's partition counts ("% filled"); at 1600 x 1000 it drew no node text.
+    browser = HeadlessChromium(executable, width=2400)
     try:
         yield browser
     finally:
@@ -172,12 +174,14 @@ def chromium():
 def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, cli_run, chromium):
     assets = [key.to_user_string() for key in chain_asset_keys()]
     chromium.open(f"{services.url}/locations/fw_assets/asset-groups/fineweb_edu")
-    graph = chromium.wait_for_text(
-        "the asset graph of group fineweb_edu, loaded",
-        ["fineweb_edu", *assets, "% filled"],
-        absent=("Loading",),
-    )
-    shot = chromium.screenshot(ARTIFACTS / "asset-graph.png")
+    try:
+        graph = chromium.wait_for_text(
+            "the asset graph of group fineweb_edu, loaded",
+            ["fineweb_edu", *assets, "% filled"],
+            absent=("Loading",),
+        )
+    finally:
+        shot = chromium.screenshot(ARTIFACTS / "asset-graph.png")
     print(f"asset graph screenshot: {shot}")
     assert graph.count(f"{len(known_dumps())} partitions") == len(assets)
     assert "Materialize all" in graph
