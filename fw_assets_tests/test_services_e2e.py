@@ -162,8 +162,8 @@ def chromium():
     executable = find_chromium()
     if executable is None:
         pytest.fail("Chromium not found: `apt-get install -y chromium` (.ci/run installs it)")
-    # Wide enough that the graph of the six-asset chain (left to right) fits at a zoom where Dagster draws each
-    # node's partition counts ("% filled"); at 1600 x 1000 it drew no node text.
+    # Wide enough that the six-asset chain (drawn left to right) fits at a zoom where Dagster draws
+    # each node's partition counts ("% filled"); 1600 px wide, it drew no node text.
     browser = HeadlessChromium(executable, width=2400)
     try:
         yield browser
