@@ -1,0 +1,141 @@
+"""A stage's Megatron cache: the files `BlendedMegatronDatasetBuilder` (Megatron-Core 0.16) writes
+for the stage's flags, with the same names and bytes, so `--data-cache-path` finds them all and
+training builds nothing.
+
+Per split (train, valid, test; an empty split has none): one GPTDataset per member prefix, built
+with the blend's 0.5 % surplus of samples, and the BlendedDataset over them.
+"""
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fw_assets.mixtures.blend import build_blend_indexes
+from fw_assets.mixtures.gpt_indexes import build_gpt_indexes
+from fw_assets.mixtures.megatron_cache import (
+    BLEND_FILES,
+    DATASET_SURPLUS,
+    GPT_FILES,
+    SPLITS,
+    blend_description,
+    cache_file_stem,
+    description_text,
+    gpt_description,
+    normalize,
+    samples_per_dataset,
+    split_documents,
+    split_matrix,
+)
+from fw_assets.mixtures.plan import StagePlan
+from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+
+
+@dataclass(frozen=True)
+class SplitCache:
+    """The descriptions of one split's datasets, and the samples the blend takes from each."""
+
+    split: str
+    members: tuple[dict, ...]  # GPTDataset descriptions, in blend order
+    documents: tuple[tuple[int, int], ...]  # each member's [begin, end) sequence numbers
+    blend: dict  # the BlendedDataset description
+    drawn: tuple[int, ...]  # samples the blend is planned to draw from each member
+
+    @property
+    def blend_stem(self) -> str:
+        return cache_file_stem(self.blend)
+
+    def member_stem(self, i: int) -> str:
+        return cache_file_stem(self.members[i])
+
+    def file_names(self) -> list[str]:
+        names = [f"{self.blend_stem}-{kind}" for kind in BLEND_FILES]
+        for i in range(len(self.members)):
+            names += [f"{self.member_stem(i)}-{kind}" for kind in GPT_FILES]
+        return names
+
+
+def stage_caches(stage: StagePlan) -> list[SplitCache]:
+    """What Megatron will look for, computed without building anything."""
+    weights = normalize([float(member.weight) for member in stage.members])  # once, by the builder
+    blend_weights = normalize(weights)  # again, by BlendedDataset
+    caches = []
+    for bounds, split, size in zip(split_matrix(stage.cache.split), SPLITS, stage.num_samples):
+        if bounds is None:
+            continue
+        built = samples_per_dataset(weights, size, DATASET_SURPLUS)
+        drawn = samples_per_dataset(weights, size)
+        members = tuple(
+            gpt_description(member.file.prefix, samples, split, stage.cache)
+            for member, samples in zip(stage.members, built)
+        )
+        documents = tuple(split_documents(bounds, m.file.documents) for m in stage.members)
+        blend = blend_description(list(members), split, blend_weights, sum(drawn))
+        caches.append(SplitCache(split, members, documents, blend, tuple(drawn)))
+    return caches
+
+
+def write_stage_cache(stage: StagePlan, cache_dir: Path, workers: int = 1) -> list[Path]:
+    """Build and write every cache file of `stage` into `cache_dir`; returns the paths written.
+
+    Member prefixes are independent, so `workers` processes build them side by side.
+    """
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    caches = stage_caches(stage)
+    tasks = [(stage, caches, i, cache_dir) for i in range(len(stage.members))]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            member_samples = list(pool.map(_write_member, tasks))
+    else:
+        member_samples = [_write_member(task) for task in tasks]
+    written = [path for paths, _ in member_samples for path in paths]
+    for k, cache in enumerate(caches):
+        available = [samples[k] for _, samples in member_samples]
+        written += _write_blend(cache, available, cache_dir)
+    return written
+
+
+def _write_member(task) -> tuple[list[Path], list[int]]:
+    """One prefix's GPTDataset files for every split; returns them and each split's sample count."""
+    stage, caches, i, cache_dir = task
+    lengths = IndexedDatasetReader(Path(stage.members[i].file.path)).sequence_lengths
+    written, samples = [], []
+    for cache in caches:
+        description = cache.members[i]
+        indexes = build_gpt_indexes(lengths, cache.documents[i], description["num_samples"],
+                                    stage.seq_length, stage.cache.seed)
+        stem = cache_dir / cache.member_stem(i)
+        written += _save(stem, description, {
+            "document_index.npy": indexes.document_index,
+            "sample_index.npy": indexes.sample_index,
+            "shuffle_index.npy": indexes.shuffle_index,
+        })
+        samples.append(len(indexes.sample_index) - 1)
+    return written, samples
+
+
+def _write_blend(cache: SplitCache, available: list[int], cache_dir: Path) -> list[Path]:
+    dataset_index, dataset_sample_index = build_blend_indexes(cache.blend["weights"], cache.blend["size"])
+    drawn = np.bincount(dataset_index, minlength=len(available))
+    short = [(i, int(n), a) for i, (n, a) in enumerate(zip(drawn, available)) if n > a]
+    if short:
+        i, n, a = short[0]
+        raise ValueError(f"the {cache.split} blend draws {n} samples from {cache.members[i]['dataset_path']}, "
+                         f"which has {a} (Megatron would refuse it too)")
+    return _save(cache_dir / cache.blend_stem, cache.blend, {
+        "dataset_index.npy": dataset_index,
+        "dataset_sample_index.npy": dataset_sample_index,
+    })
+
+
+def _save(stem: Path, description: dict, arrays: dict[str, np.ndarray]) -> list[Path]:
+    paths = [Path(f"{stem}-description.txt")]
+    paths[0].write_text(description_text(description))
+    for kind, array in arrays.items():
+        path = Path(f"{stem}-{kind}")
+        np.save(path, array, allow_pickle=True)
+        paths.append(path)
+    return paths
