@@ -60,7 +60,7 @@ def write_case(root: Path, case) -> tuple:
                      "tokenizer": {"type": "NullTokenizer", "vocab_size": case.vocab_size}},
     }
     path = root / "case.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     stage = plan_mixture(load_recipe(path), output, DUMPS).stages[0]
     ours = root / "ours"
     write_stage_cache(stage, ours)

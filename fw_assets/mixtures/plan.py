@@ -135,27 +135,31 @@ def find_token_files(
     recipe: Recipe, output_root: Path, data_root: str, dumps: list[str]
 ) -> dict[str, list[TokenFile]]:
     """Each source's token files, in recipe order: buckets as listed, dumps in key order."""
-    files = {}
+    present = {}
     for source in recipe.sources:
         chosen = _matching_dumps(recipe, source, dumps)
-        found = []
-        for bucket in source.buckets:
-            for dump in chosen:
-                path = token_prefix(output_root, recipe.tokenizer, bucket, dump)
-                if _bucket_is_empty(recipe, f"sources.{source.name}", output_root, path, dump):
-                    continue
-                reader = IndexedDatasetReader(path)
-                prefix = f"{data_root}/tokenized/{recipe.tokenizer}/{bucket}/{dump}"
-                found.append(TokenFile(source.name, bucket, dump, str(path), prefix,
-                                       reader.document_count, reader.token_count))
-        if not sum(f.tokens for f in found):
-            raise RecipeError(recipe.path, f"sources.{source.name}",
-                              f"no tokens in buckets {list(source.buckets)} of dumps {chosen}")
-        files[source.name] = found
-    count = sum(map(len, files.values()))
-    if count > MAX_DATASETS:
+        present[source.name] = [
+            (bucket, dump) for bucket in source.buckets for dump in chosen
+            if not _bucket_is_empty(recipe, source.name, output_root, bucket, dump)
+        ]
+    count = sum(map(len, present.values()))
+    if count > MAX_DATASETS:  # checked before any file is read
         raise RecipeError(recipe.path, "sources", f"{count} token files; a Megatron blend takes at most {MAX_DATASETS}")
+    files = {}
+    for source in recipe.sources:
+        files[source.name] = [_token_file(recipe, source.name, output_root, data_root, bucket, dump)
+                              for bucket, dump in present[source.name]]
+        if not sum(f.tokens for f in files[source.name]):
+            raise RecipeError(recipe.path, f"sources.{source.name}",
+                              f"no tokens in buckets {list(source.buckets)} of the dumps it names")
     return files
+
+
+def _token_file(recipe: Recipe, source: str, output_root: Path, data_root: str, bucket: str, dump: str) -> TokenFile:
+    path = token_prefix(output_root, recipe.tokenizer, bucket, dump)
+    reader = IndexedDatasetReader(path)
+    prefix = f"{data_root}/tokenized/{recipe.tokenizer}/{bucket}/{dump}"
+    return TokenFile(source, bucket, dump, str(path), prefix, reader.document_count, reader.token_count)
 
 
 def _matching_dumps(recipe: Recipe, source: Source, dumps: list[str]) -> list[str]:
@@ -171,14 +175,16 @@ def _matching_dumps(recipe: Recipe, source: Source, dumps: list[str]) -> list[st
     return sorted(chosen)
 
 
-def _bucket_is_empty(recipe: Recipe, key: str, output_root: Path, path: Path, dump: str) -> bool:
+def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str, dump: str) -> bool:
     """True when the dump is tokenized but this bucket had no documents (it then has no files);
     a dump never tokenized, or a file missing from a set, is an error."""
-    present = [file.exists() for file in token_files(path)]
+    files = token_files(token_prefix(output_root, recipe.tokenizer, bucket, dump))
+    present = [file.exists() for file in files]
     if all(present):
         return False
+    key = f"sources.{source}"
     if any(present):
-        missing = [str(f) for f, here in zip(token_files(path), present) if not here]
+        missing = [str(f) for f, here in zip(files, present) if not here]
         raise RecipeError(recipe.path, key, f"incomplete tokenized files, missing {missing}")
     root = tokenizer_dir(output_root, recipe.tokenizer)
     if not any(root.glob(f"*/{dump}.idx")):
