@@ -17,14 +17,14 @@ import numpy as np
 MAX_DATASETS = 32766
 
 
-def build_blend_indexes(weights: list[float], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(dataset_index int16, dataset_sample_index int64) of a blend of `size` samples."""
+def build_blend_indexes(weights: list[float], dataset_index: np.ndarray, dataset_sample_index: np.ndarray) -> None:
+    """Fill dataset_index (int16) and dataset_sample_index (int64), one entry per blend sample
+    (arrays or `.npy` memmaps of the blend's size)."""
     if not 0 < len(weights) <= MAX_DATASETS:
         raise ValueError(f"a blend has 1 to {MAX_DATASETS} datasets, not {len(weights)}")
-    dataset_index = np.zeros(size, dtype=np.int16)
-    dataset_sample_index = np.zeros(size, dtype=np.int64)
+    if dataset_index.dtype != np.int16 or dataset_sample_index.dtype != np.int64:
+        raise TypeError("dataset_index is int16 and dataset_sample_index int64, as Megatron writes them")
     _greedy_draws(np.asarray(weights, dtype=np.float64), dataset_index, dataset_sample_index)
-    return dataset_index, dataset_sample_index
 
 
 @numba.njit(cache=True, nogil=True)
