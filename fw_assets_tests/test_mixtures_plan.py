@@ -133,6 +133,7 @@ def mutate(path: list, value):
     (mutate(["sources", "mid", "buckets"], ["2.8"]), "sources.mid", "no tokens"),
     (mutate(["sources", "top", "wieght"], 1), "sources.top.wieght", "unknown key"),
     (mutate(["megatron", "split"], "1,2,3,4"), "megatron.split", "at most 3"),
+    (mutate(["sources", "mid", "buckets"], ["4.0"]), "sources.mid", "already in source top"),
     (mutate(["phases"], []), "phases", "non-empty list"),
 ])
 def test_bad_recipes_name_file_and_key(tmp_path, output_root, recipe, key, problem):

@@ -142,6 +142,7 @@ def find_token_files(
             (bucket, dump) for bucket in source.buckets for dump in chosen
             if not _bucket_is_empty(recipe, source.name, output_root, bucket, dump)
         ]
+    _check_disjoint(recipe, present)
     count = sum(map(len, present.values()))
     if count > MAX_DATASETS:  # checked before any file is read
         raise RecipeError(recipe.path, "sources", f"{count} token files; a Megatron blend takes at most {MAX_DATASETS}")
@@ -153,6 +154,17 @@ def find_token_files(
             raise RecipeError(recipe.path, f"sources.{source.name}",
                               f"no tokens in buckets {list(source.buckets)} of the dumps it names")
     return files
+
+
+def _check_disjoint(recipe: Recipe, present: dict[str, list[tuple[str, str]]]) -> None:
+    """A token file belongs to one source: its weight is that source's."""
+    owner = {}
+    for source, pairs in present.items():
+        for pair in pairs:
+            if pair in owner:
+                raise RecipeError(recipe.path, f"sources.{source}",
+                                  f"bucket {pair[0]} of {pair[1]} is already in source {owner[pair]}")
+            owner[pair] = source
 
 
 def _token_file(recipe: Recipe, source: str, output_root: Path, data_root: str, bucket: str, dump: str) -> TokenFile:
