@@ -2,6 +2,7 @@
 recipe refused with its file and key named."""
 
 import copy
+import json
 import math
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import yaml
 
 from fw_assets.mixtures.layout import shipped_recipes_dir
 from fw_assets.mixtures.megatron_cache import normalize
-from fw_assets.mixtures.plan import plan_mixture
+from fw_assets.mixtures.plan import plan_mixture, stage_from_plan_json
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.tokenizing.doc_index import docs_path
 from fw_assets_tests.token_trees import document_lengths, write_token_file
@@ -95,6 +96,14 @@ def test_sample_counts_and_flags_are_what_training_asks(tmp_path, output_root):
     plan_json = mixture.to_json()
     assert plan_json["phases"][0]["stages"][0]["num_samples"] == list(stage.num_samples)
     assert plan_json["cache_dir"] == "/mnt/train/mixtures/mix/cache"
+
+
+def test_plan_json_gives_back_each_stage(tmp_path, output_root):
+    mixture = plan(tmp_path, output_root)
+    written = json.loads(json.dumps(mixture.to_json()))
+    assert stage_from_plan_json(written, "main") == mixture.stages[0]
+    with pytest.raises(KeyError, match="no stage 'nope'"):
+        stage_from_plan_json(written, "nope")
 
 
 def test_phases_switch_at_whole_iterations(tmp_path, output_root):

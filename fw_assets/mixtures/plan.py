@@ -94,6 +94,24 @@ class MixturePlan:
         }
 
 
+def stage_from_plan_json(plan: dict, name: str) -> StagePlan:
+    """Stage `name` of a written plan.json, for what runs after the plan (explain, checks)."""
+    for phase in plan["phases"]:
+        for stage in phase["stages"]:
+            if stage["name"] != name:
+                continue
+            members = tuple(
+                Member(TokenFile(**{k: v for k, v in m.items() if k != "weight"}), m["weight"])
+                for m in stage["members"]
+            )
+            cache = CacheSettings(plan["seed"], phase["seq_length"], plan["split"], plan["training_tokenizer"])
+            return StagePlan(phase["name"], name, stage["tokens"], phase["seq_length"], stage["temperature"],
+                             stage["weights"], members, tuple(stage["num_samples"]), cache,
+                             tuple(stage["megatron_args"]))
+    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+    raise KeyError(f"plan of recipe {plan['recipe']} has no stage {name!r} (stages: {names})")
+
+
 def _stage_json(stage: StagePlan) -> dict:
     return {
         "name": stage.name,
