@@ -7,8 +7,9 @@ from pathlib import Path
 
 import duckdb
 
+from fw_assets.layout import source_dump_dir
 from fw_assets.lib.manifest import source_files
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 
 # The first dumps of FineWeb-Edu: the bench runs on the first `dumps` of them, and the memory case
 # reads four of them as one dump four times larger.
@@ -39,7 +40,7 @@ def source_root(work: Path, spec: DataSpec) -> Path:
 
 
 def dump_files(work: Path, spec: DataSpec, dump: str) -> list[str]:
-    return [str(p) for p in source_files(source_root(work, spec) / "data" / dump)]
+    return [str(p) for p in source_files(source_dump_dir(source_root(work, spec), dump))]
 
 
 def ensure_dumps(work: Path, spec: DataSpec, dumps: tuple[str, ...], log=print) -> Path:

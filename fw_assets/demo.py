@@ -18,9 +18,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from fw_assets import settings
+from fw_assets.layout import (
+    bucket_dump_dir,
+    source_data_dir,
+    source_dump_dir,
+    token_prefix,
+    tokenized_root,
+)
 from fw_assets.lib.markdown import table
 from fw_assets.policy import SEED_POLICY
-from fw_assets.sample import DEFAULT_DUMPS, write_sample_dump
+from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_SOURCE = Path("data/sample/fineweb-edu")
@@ -37,7 +44,7 @@ def demo_environment() -> dict[str, str]:
 
 def ensure_sample_dumps(source: Path, dumps: list[str], rows: int) -> None:
     for dump in dumps:
-        if list((source / "data" / dump).glob("*.parquet")):
+        if list(source_dump_dir(source, dump).glob("*.parquet")):
             continue
         started = time.monotonic()
         write_sample_dump(source, dump, rows=rows, files=2, seed=0)
@@ -62,7 +69,7 @@ def bucket_summary(output: Path, dumps: list[str]) -> str:
     rows = []
     for bucket in SEED_POLICY.buckets:
         for dump in dumps:
-            files = sorted((output / "en" / bucket.name / dump).glob("*.parquet"))
+            files = sorted(bucket_dump_dir(output, bucket.name, dump).glob("*.parquet"))
             rows.append((
                 bucket.name, dump, len(files),
                 sum(pq.read_metadata(f).num_rows for f in files),
@@ -85,10 +92,11 @@ def main(argv: list[str] | None = None) -> None:
     for dump in args.dumps:
         materialize(dump, env, log_dir)
 
-    print(f"\nsource dumps:   {source}/data/")
-    print(f"bucketed:       {output}/en/<bucket>/<dump>/*.parquet")
-    if (output / "tokenized").is_dir():
-        print(f"tokenized:      {output}/tokenized/<tokenizer>/<bucket>/<dump>.bin|.idx|.docs.parquet")
+    print(f"\nsource dumps:   {source_data_dir(source)}/")
+    print(f"bucketed:       {bucket_dump_dir(output, '<bucket>', '<dump>')}/*.parquet")
+    tokens = token_prefix(output, "<tokenizer>", "<bucket>", "<dump>")
+    if tokenized_root(output).is_dir():
+        print(f"tokenized:      {tokens}.bin|.idx|.docs.parquet")
     print("run history:    open the UI with: dagster dev -w workspace.yaml\n")
     print(bucket_summary(output, args.dumps))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
+from fw_assets.layout import source_data_dir
 
 DUMP_KEY = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 
@@ -22,7 +23,7 @@ def known_dumps() -> list[str]:
 
 def dump_folders(source_root: Path) -> dict[str, Path]:
     """Dump folders under `<source_root>/data`, keyed by dump; anything else is warned about."""
-    data_dir = source_root / "data"
+    data_dir = source_data_dir(source_root)
     if not data_dir.is_dir():
         return {}
     found = {}
@@ -43,3 +44,11 @@ def build_dump_partitions(source_root: Path) -> dg.StaticPartitionsDefinition:
 
 
 dump_partitions = build_dump_partitions(settings.source_dir())
+
+# What every per-dump asset shares: the dump partitions, one run per dump holding the whole chain
+# (jobs.py), and the group that job selects.
+PER_DUMP = dict(
+    partitions_def=dump_partitions,
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+    group_name="fineweb_edu",
+)

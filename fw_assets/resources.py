@@ -15,7 +15,8 @@ from fw_assets import settings
 
 
 class FineWebStorage(dg.ConfigurableResource):
-    """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`)."""
+    """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`);
+    fw_assets.layout spells every path under them."""
 
     source_dir: str = Field(description="Root of the fineweb-edu snapshot; holds data/<dump>/.")
     output_dir: str = Field(description="Root of the outputs: en/, tokenized/, selection/.")
@@ -27,9 +28,6 @@ class FineWebStorage(dg.ConfigurableResource):
     @property
     def output_root(self) -> Path:
         return Path(self.output_dir)
-
-    def dump_dir(self, dump: str) -> Path:
-        return self.source_root / "data" / dump
 
     @classmethod
     def from_environment(cls) -> "FineWebStorage":
@@ -54,7 +52,12 @@ def default_memory_limit() -> str:
     return f"{default_memory_limit_bytes() // 2**20}MiB"
 
 
-class DuckDBResource(dg.ConfigurableResource):
+# An asset whose step runs DuckDB on every core: its steps share the `duckdb` pool, which
+# dagster.yaml limits to one step at a time across runs.
+DUCKDB_STEP = dict(pool="duckdb", kinds={"duckdb", "parquet"})
+
+
+class DuckDBSteps(dg.ConfigurableResource):
     """One in-memory DuckDB connection per step, always closed; nothing shared between runs."""
 
     threads: int = Field(default=0, description="Worker threads; 0 means one per core.")

@@ -1,12 +1,17 @@
-"""Where the data lives: the two public environment variables and their seed defaults."""
+"""Every environment variable fw_assets reads, with its default: where the data lives and how
+often the sensor looks at it."""
 
 import os
 from pathlib import Path
 
 SOURCE_DIR_ENV = "FW_SOURCE_DIR"
 OUTPUT_DIR_ENV = "FW_OUTPUT_DIR"
+SENSOR_INTERVAL_ENV = "FW_SENSOR_INTERVAL_SECONDS"
+SENSOR_SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
+DEFAULT_SENSOR_INTERVAL_SECONDS = 300
+DEFAULT_SENSOR_SETTLE_SECONDS = 600
 
 
 def source_dir() -> Path:
@@ -17,3 +22,23 @@ def source_dir() -> Path:
 def output_dir() -> Path:
     """Root of everything fw_assets writes (`en/`, `tokenized/`, `selection/`)."""
     return Path(os.environ.get(OUTPUT_DIR_ENV, DEFAULT_OUTPUT_DIR))
+
+
+def sensor_interval_seconds() -> int:
+    """Seconds between two ticks of the `new_dumps` sensor."""
+    return env_seconds(SENSOR_INTERVAL_ENV, DEFAULT_SENSOR_INTERVAL_SECONDS, minimum=1)
+
+
+def sensor_settle_seconds() -> int:
+    """How long files not named like finished shards must stay unchanged before a run."""
+    return env_seconds(SENSOR_SETTLE_ENV, DEFAULT_SENSOR_SETTLE_SECONDS, minimum=0)
+
+
+def env_seconds(name: str, default: int, minimum: int) -> int:
+    """An integer number of seconds from the environment, with a clear error when it is not one."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < minimum:
+        raise ValueError(f"{name}={value!r}: expected a whole number of seconds >= {minimum}")
+    return int(value)

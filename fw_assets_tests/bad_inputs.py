@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.sample.generator import ROW_GROUP_SIZE
+from fw_assets.synthetic.generator import ROW_GROUP_SIZE
 
 
 def rewrite(path: Path, change: Callable[[pa.Table], pa.Table], **write_options: Any) -> pa.Table:

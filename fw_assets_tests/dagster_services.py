@@ -16,15 +16,24 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import requests
 import yaml
-from dagster import DagsterInstance
-from dagster._core.instance.ref import InstanceRef
 from websockets.sync.client import connect
+
+from fw_assets.definitions import defs
+from fw_assets.jobs import dump_chain_job
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 STOP_GRACE_SECONDS = 30
+RUN_TIMEOUT = 240  # seconds; a run of a small sample dump takes well under a minute here
+
+RUN_FIELDS = """runId status tags { key value } stepStats { stepKey status }
+  eventConnection(afterCursor: null) { events { __typename
+    ... on ExecutionStepFailureEvent { stepKey error { message } }
+    ... on AssetCheckEvaluationEvent { evaluation { assetKey { path } checkName success } }
+    ... on RunFailureEvent { message } } }"""
 
 
 def write_instance_yaml(home: Path) -> Path:
@@ -69,6 +78,23 @@ def tail(path: Path, chars: int = 4000) -> str:
     return path.read_text(errors="replace")[-chars:] if path.exists() else "(no log)"
 
 
+def dagster_cli(*args: str, env: dict[str, str], cwd: Path, timeout: float = 600) -> str:
+    """Run this venv's `dagster` CLI; fail with its output unless it succeeds. Returns its stdout."""
+    completed = subprocess.run(
+        [str(BIN / "dagster"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert completed.returncode == 0, (
+        f"dagster {' '.join(args)} exited {completed.returncode}:\n"
+        f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    )
+    return completed.stdout
+
+
+def migrate_instance(env: dict[str, str]) -> str:
+    """`dagster instance migrate` on the instance of env's DAGSTER_HOME: creates or upgrades its schemas."""
+    return dagster_cli("instance", "migrate", env=env, cwd=Path(env["DAGSTER_HOME"]))
+
+
 class Service:
     """One command in its own process group, logging to `<home>/<name>.log`."""
 
@@ -107,8 +133,8 @@ class DagsterServices:
         self.url = f"http://127.0.0.1:{self.port}"
         workspace = str(REPO_ROOT / "workspace.yaml")
         full_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
-        # Create the SQLite schemas first: two services creating them at once race on alembic's stamp.
-        DagsterInstance.from_ref(InstanceRef.from_dir(str(home))).dispose()
+        # Create the schemas first (as the README says): two services creating them at once race.
+        migrate_instance(full_env)
         self.services = [
             Service("webserver", [str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(self.port),
                                   "-w", workspace], home, full_env),
@@ -157,6 +183,202 @@ class DagsterServices:
     def stop(self) -> None:
         for service in reversed(self.services):
             service.stop()
+
+    # --- what a user does and sees in the UI, through the same GraphQL API -----------------------
+
+    def runs(self, tags: dict[str, str]) -> list[dict]:
+        filter_tags = [{"key": k, "value": v} for k, v in tags.items()]
+        query = f"""query($tags: [ExecutionTag!]) {{
+            runsOrError(filter: {{tags: $tags}}) {{ ... on Runs {{ results {{ {RUN_FIELDS} }} }} }} }}"""
+        return self.graphql(query, {"tags": filter_tags})["runsOrError"]["results"]
+
+    def wait_for_runs(self, what: str, tags: dict[str, str], count: int, timeout: float = RUN_TIMEOUT) -> list[dict]:
+        """Wait until `count` runs with `tags` succeeded; fail at once, with the step errors, if one failed."""
+
+        def finished() -> list[dict] | None:
+            found = self.runs(tags)
+            for run in found:
+                assert run["status"] != "FAILURE", f"{what}: run {run['runId']} failed: {failure_messages(run)}"
+            done = [run for run in found if run["status"] == "SUCCESS"]
+            return done if len(done) >= count else None
+
+        return wait_for(what, finished, timeout, every=2, logs=self.logs)
+
+    def launch_backfill(self, asset_keys: list[dg.AssetKey], partitions: list[str]) -> str:
+        """What *Materialize all… → pick dumps → Launch backfill* sends; returns the backfill id."""
+        data = self.graphql(
+            """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
+                 __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }""",
+            {"params": {"assetSelection": [{"path": key.path} for key in asset_keys], "partitionNames": partitions}},
+        )
+        result = data["launchPartitionBackfill"]
+        assert result["__typename"] == "LaunchBackfillSuccess", result
+        return result["backfillId"]
+
+    def partition_statuses(self, key: dg.AssetKey) -> dict[str, set[str]]:
+        """The asset's partitions by status: materializedPartitions, failedPartitions, ..."""
+        data = self.graphql(
+            """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+                 assetPartitionStatuses { ... on DefaultPartitionStatuses {
+                   materializedPartitions failedPartitions materializingPartitions } } } } }""",
+            {"key": {"path": key.path}},
+        )
+        statuses = data["assetNodeOrError"]["assetPartitionStatuses"]
+        return {status: set(partitions) for status, partitions in statuses.items()}
+
+    def sensor_state(self, sensor: str) -> dict:
+        data = self.graphql(
+            """query($sensor: String!) { sensorOrError(sensorSelector: {repositoryName: "__repository__",
+                 repositoryLocationName: "fw_assets", sensorName: $sensor}) {
+                 ... on Sensor { sensorState { id selectorId status } } } }""",
+            {"sensor": sensor},
+        )
+        return data["sensorOrError"]["sensorState"]
+
+    def stop_sensor(self, sensor: str) -> None:
+        """The sensor's *Running* toggle switched off."""
+        state = self.sensor_state(sensor)
+        data = self.graphql(
+            """mutation($origin: String, $selector: String) {
+                 stopSensor(jobOriginId: $origin, jobSelectorId: $selector) {
+                   ... on StopSensorMutationResult { instigationState { status } } } }""",
+            {"origin": state["id"], "selector": state["selectorId"]},
+        )
+        assert data["stopSensor"]["instigationState"]["status"] == "STOPPED"
+
+    def assert_serves_instance_config(self, instance_yaml: Path) -> None:
+        """The services run on `instance_yaml`'s run queue and pools, and every required daemon is healthy."""
+        config = yaml.safe_load(instance_yaml.read_text())
+        data = self.graphql(
+            "{ instance { runQueueConfig { maxConcurrentRuns } poolConfig { poolGranularity defaultPoolLimit } } }"
+        )["instance"]
+        assert data["runQueueConfig"]["maxConcurrentRuns"] == config["concurrency"]["runs"]["max_concurrent_runs"]
+        assert data["poolConfig"] == {
+            "poolGranularity": config["concurrency"]["pools"]["granularity"],
+            "defaultPoolLimit": config["concurrency"]["pools"]["default_limit"],
+        }
+
+        def healthy() -> bool:
+            statuses = self.graphql(
+                "{ instance { daemonHealth { allDaemonStatuses { daemonType required healthy } } } }"
+            )["instance"]["daemonHealth"]["allDaemonStatuses"]
+            return all(s["healthy"] for s in statuses if s["required"])
+
+        wait_for("every required daemon to report healthy", healthy, 120, every=2, logs=self.logs)
+
+    def materialization_run(self, key: dg.AssetKey, partition: str) -> str | None:
+        """The run id of the asset's latest materialization of `partition`."""
+        data = self.graphql(
+            """query($key: AssetKeyInput!, $partition: String!) { assetNodeOrError(assetKey: $key) {
+                 ... on AssetNode { assetMaterializations(partitions: [$partition], limit: 1) { runId } } } }""",
+            {"key": {"path": key.path}, "partition": partition},
+        )
+        found = data["assetNodeOrError"]["assetMaterializations"]
+        return found[0]["runId"] if found else None
+
+    def check_executions(self, check: dg.AssetCheckKey, partition: str | None, limit: int) -> list[dict]:
+        """A check's executions, newest first: of one partition, or of all (`partition` None)."""
+        data = self.graphql(
+            """query($key: AssetKeyInput!, $check: String!, $partition: String, $limit: Int!) {
+                 assetCheckExecutions(assetKey: $key, checkName: $check, partition: $partition, limit: $limit) {
+                   runId partition status evaluation { partition targetMaterialization { runId } } } }""",
+            {"key": {"path": check.asset_key.path}, "check": check.name, "partition": partition, "limit": limit},
+        )
+        return data["assetCheckExecutions"]
+
+
+def chain_asset_keys() -> list[dg.AssetKey]:
+    """Every asset of one dump's chain (the `dump_chain` job), what a backfill of all assets selects."""
+    return sorted(dump_chain_job.selection.resolve(defs.resolve_asset_graph()))
+
+
+def chain_steps() -> set[str]:
+    return set(defs.resolve_job_def(dump_chain_job.name).graph.node_dict)
+
+
+def chain_checks() -> list[dg.AssetCheckKey]:
+    job = defs.resolve_job_def(dump_chain_job.name)
+    return sorted(job.asset_layer.asset_graph.asset_check_keys, key=lambda key: key.to_user_string())
+
+
+def failure_messages(run: dict) -> list[str]:
+    events = run["eventConnection"]["events"]
+    return [
+        f"{event.get('stepKey', 'run')}: {event['error']['message'] if 'error' in event else event['message']}"
+        for event in events
+        if event["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")
+    ]
+
+
+def tag(run: dict, key: str) -> str | None:
+    return next((t["value"] for t in run["tags"] if t["key"] == key), None)
+
+
+def run_partition(run: dict) -> str | None:
+    """The one dump a run processed: a partition tag, or a backfill's one-partition range."""
+    start = tag(run, "dagster/asset_partition_range_start")
+    end = tag(run, "dagster/asset_partition_range_end")
+    return tag(run, "dagster/partition") or (start if start == end else None)
+
+
+def assert_whole_chain_succeeded(run: dict) -> None:
+    """Every step of the job ran and succeeded in this one run, and every asset check passed in it."""
+    steps = {stat["stepKey"]: stat["status"] for stat in run["stepStats"]}
+    assert steps == {step: "SUCCESS" for step in chain_steps()}, f"run {run['runId']}: {steps}"
+    checks = {
+        dg.AssetCheckKey(dg.AssetKey(e["evaluation"]["assetKey"]["path"]), e["evaluation"]["checkName"])
+        .to_user_string(): e["evaluation"]["success"]
+        for e in run["eventConnection"]["events"]
+        if e["__typename"] == "AssetCheckEvaluationEvent"
+    }
+    assert checks == {check.to_user_string(): True for check in chain_checks()}, f"run {run['runId']}: {checks}"
+
+
+def assert_every_asset_materialized(services: DagsterServices, dumps: list[str]) -> None:
+    """Each dump's partition of every chain asset reads *materialized* in the UI (not failed, not missing)."""
+    problems = []
+    for key in chain_asset_keys():
+        statuses = services.partition_statuses(key)
+        for dump in dumps:
+            if dump not in statuses["materializedPartitions"] or dump in statuses["failedPartitions"]:
+                status = [name for name, partitions in statuses.items() if dump in partitions] or ["missing"]
+                problems.append(f"{key.to_user_string()} [{dump}]: {', '.join(status)}")
+    assert not problems, "partitions not materialized:\n" + "\n".join(problems)
+
+
+def assert_check_results_belong_to_their_dumps(services: DagsterServices, dumps: list[str]) -> None:
+    """What a user sees under an asset → *Checks* → a dump: for every check of the chain and each dump,
+    the latest execution is of that dump's partition, SUCCEEDED, and evaluated that dump's own
+    materialization (same run); and no execution of any partition is left planned (a planned
+    execution reads IN_PROGRESS while its run lives, SKIPPED once it ended). Lists every problem."""
+    problems = []
+    for check in chain_checks():
+        name = check.to_user_string()
+        for dump in dumps:
+            problems += _attribution_problems(services, check, dump)
+        for execution in services.check_executions(check, None, limit=100):
+            if execution["status"] != "SUCCEEDED":
+                problems.append(f"{name}: execution in run {execution['runId']} (partition "
+                                f"{execution['partition']}) is {execution['status']}, never evaluated")
+    assert not problems, f"{len(problems)} check results not attributed to their dump:\n" + "\n".join(problems)
+
+
+def _attribution_problems(services: DagsterServices, check: dg.AssetCheckKey, dump: str) -> list[str]:
+    where = f"{check.to_user_string()} [{dump}]"
+    latest = services.check_executions(check, dump, limit=1)
+    if not latest:
+        return [f"{where}: no execution recorded with this partition"]
+    execution, evaluation = latest[0], latest[0]["evaluation"] or {}
+    materialized_in = services.materialization_run(check.asset_key, dump)
+    target = (evaluation.get("targetMaterialization") or {}).get("runId")
+    problems = []
+    if execution["partition"] != dump or evaluation.get("partition") != dump:
+        problems.append(f"{where}: partition {execution['partition']}, evaluation's {evaluation.get('partition')}")
+    if execution["status"] != "SUCCEEDED":
+        problems.append(f"{where}: status {execution['status']}")
+    if target != materialized_in:
+        problems.append(f"{where}: evaluated materialization of run {target}, the dump's is run {materialized_in}")
+    return problems
 
 
 def descendants(pid: int) -> set[int]:

@@ -7,8 +7,10 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.bucketing.assets import bucketed, raw, sampled
-from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed]
 
@@ -16,7 +18,7 @@ CHAIN = [raw, sampled, bucketed]
 def resources(source_root: Path, output_root: Path) -> dict:
     return {
         "storage": FineWebStorage(source_dir=str(source_root), output_dir=str(output_root)),
-        "duckdb": DuckDBResource(threads=2, memory_limit="2GiB"),
+        "warehouse": DuckDBSteps(threads=2, memory_limit="2GiB"),
     }
 
 

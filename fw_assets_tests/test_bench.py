@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.e2e
 def test_bench_command_measures_and_cross_checks_the_bucketing_cases(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "bench.run", "--rows", "3000", "--files", "2", "--dumps", "1",

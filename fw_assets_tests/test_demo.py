@@ -3,10 +3,13 @@
 import subprocess
 import sys
 
+import pytest
+
 from fw_assets.policy import SEED_POLICY
 from fw_assets_tests.conftest import subprocess_env
 
 
+@pytest.mark.e2e
 def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, dagster_home):
     source, output = tmp_path / "fineweb-edu", tmp_path / "fineweb"
     dumps = ["CC-MAIN-2013-20", "CC-MAIN-2013-48"]

@@ -16,7 +16,7 @@ from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.gpt_indexes import plan_epochs
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")

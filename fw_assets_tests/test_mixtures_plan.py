@@ -2,7 +2,9 @@
 recipe refused with its file and key named."""
 
 import copy
+import filecmp
 import json
+import os
 import math
 from pathlib import Path
 
@@ -10,11 +12,12 @@ import numpy as np
 import pytest
 import yaml
 
-from fw_assets.mixtures.layout import shipped_recipes_dir
+from fw_assets.layout import shipped_recipes_dir
+from fw_assets.mixtures.cache import write_stage_cache
 from fw_assets.mixtures.megatron_cache import normalize
 from fw_assets.mixtures.plan import plan_mixture, stage_from_plan_json
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
-from fw_assets.tokenizing.doc_index import docs_path
+from fw_assets.layout import docs_path
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10"]
@@ -189,3 +192,15 @@ def test_shipped_recipes_load():
     for path in recipes:
         recipe = load_recipe(path)
         assert recipe.name == path.stem and recipe.stages()
+
+
+def test_parallel_build_writes_the_same_files(tmp_path, output_root):
+    """Members built in worker processes while a thread draws the blends: the same bytes."""
+    stage = plan(tmp_path, output_root).stages[0]
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    written = write_stage_cache(stage, serial)
+    assert sorted(p.name for p in write_stage_cache(stage, parallel, workers=2)) == sorted(p.name for p in written)
+    names = sorted(os.listdir(serial))
+    assert names == sorted(os.listdir(parallel)) and len(names) == len(written)
+    _, mismatch, errors = filecmp.cmpfiles(serial, parallel, names, shallow=False)
+    assert mismatch == [] and errors == []

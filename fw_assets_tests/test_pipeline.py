@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.bucketing.layout import selection_path
+from fw_assets.layout import selection_path
 from fw_assets.policy import SEED_POLICY
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree, read_source
@@ -115,6 +115,7 @@ CLI_COMMANDS = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("cli", sorted(CLI_COMMANDS))
 def test_cli_materializes_a_dump_from_the_repo_root(cli, sample_source, tmp_path, dagster_home):
     dump = SAMPLE_DUMPS[1]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fw_assets.lib.publish import JOURNAL, Staging, recover, staged_publication
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree
 
@@ -76,6 +76,7 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 def test_killing_a_run_while_it_writes_keeps_the_previous_output(tmp_path, dagster_home):
     dump = "CC-MAIN-2014-10"
     source, output = tmp_path / "source", tmp_path / "out"

@@ -89,7 +89,8 @@ def test_policy_change_changes_the_fingerprint():
 
 
 def test_the_policy_fingerprint_is_the_code_version_of_the_assets_applying_it():
-    from fw_assets.bucketing.assets import bucketed, sampled
+    from fw_assets.bucketing.bucketed import bucketed
+    from fw_assets.bucketing.sampled import sampled
 
     for asset in (sampled, bucketed):
         (version,) = asset.code_versions_by_key.values()

@@ -8,17 +8,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from fw_assets.automation.sensors import (
-    DEFAULT_INTERVAL_SECONDS,
-    FINGERPRINT_TAG,
-    INTERVAL_ENV,
-    SETTLE_ENV,
-    env_seconds,
-    new_dumps,
-)
+from fw_assets import settings
+from fw_assets.automation.sensors import FINGERPRINT_TAG, new_dumps
 from fw_assets.definitions import defs
 from fw_assets.resources import FineWebStorage
-from fw_assets.sample import write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.helpers import resources
 
 DUMP = "CC-MAIN-2013-20"
@@ -121,7 +115,7 @@ def test_a_file_copied_in_place_is_not_taken_before_its_footer_lands(instance, s
 def test_other_file_names_are_taken_once_nothing_changed_for_the_settle_period(
     instance, source, monkeypatch
 ):
-    monkeypatch.setenv(SETTLE_ENV, "600")
+    monkeypatch.setenv(settings.SENSOR_SETTLE_ENV, "600")
     folder = source / "data" / DUMP
     for path in write_dump(source):
         path.rename(folder / path.name.replace("train-", "part-"))
@@ -174,12 +168,12 @@ def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instan
 
 
 def test_the_interval_comes_from_the_environment(monkeypatch):
-    assert new_dumps.minimum_interval_seconds == env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_SECONDS, 1)
-    monkeypatch.setenv(INTERVAL_ENV, "45")
-    assert env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_SECONDS, 1) == 45
-    monkeypatch.setenv(INTERVAL_ENV, "five minutes")
+    assert new_dumps.minimum_interval_seconds == settings.sensor_interval_seconds()
+    monkeypatch.setenv(settings.SENSOR_INTERVAL_ENV, "45")
+    assert settings.sensor_interval_seconds() == 45
+    monkeypatch.setenv(settings.SENSOR_INTERVAL_ENV, "five minutes")
     with pytest.raises(ValueError, match="FW_SENSOR_INTERVAL_SECONDS='five minutes'"):
-        env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_SECONDS, 1)
+        settings.sensor_interval_seconds()
 
 
 def test_the_sensor_is_on_by_default_and_targets_the_dump_chain():

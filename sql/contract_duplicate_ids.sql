@@ -1,6 +1,7 @@
 -- Ids that occur more than once across a set of parquet files (a dump's source files, or every
 -- bucket of its output): how many such ids, how many rows carry them, and the first five with
--- their number of copies and the first and last file holding them.
+-- their number of copies and the first and last file holding them. The rows carrying them are
+-- counted under the rule's name, `id_duplicate` (fw_assets/contracts/rules.py).
 --
 --   $files  the parquet files to compare, all at once
 WITH duplicated AS (
@@ -16,7 +17,7 @@ WITH duplicated AS (
 )
 SELECT
     count(*)                  AS ids,
-    coalesce(sum(copies), 0)  AS rows,
+    coalesce(sum(copies), 0)  AS id_duplicate,
     arg_min(
         {'id': id, 'copies': copies, 'first_file': first_file, 'last_file': last_file}, id, 5
     )                         AS examples

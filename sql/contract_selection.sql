@@ -1,5 +1,7 @@
 -- Per bucket of a written selection (bucket NULL: below every bucket): rows in, kept, dropped,
--- and the rows whose bucket is not the one the policy gives their score, with the first five.
+-- rows without a decision, rows kept below every bucket, and the rows whose bucket is not the
+-- one the policy gives their score, with the first five. A rule's count column carries the
+-- rule's name (fw_assets/contracts/rules.py).
 --
 --   $selection  the selection parquet file written by `select_sample.sql`
 --   policy      relation registered by the caller, one row per bucket: bucket, low, high, …
@@ -8,6 +10,8 @@ SELECT
     count(*)                AS rows_in,
     count_if(sel.keep)      AS kept,
     count_if(NOT sel.keep)  AS dropped,
+    count_if(sel.keep IS NULL) AS keep_null,
+    count_if(sel.keep AND sel.bucket IS NULL) AS kept_below_buckets,
     count_if(sel.bucket IS DISTINCT FROM expected.bucket) AS bucket_mismatch,
     arg_min(
         {

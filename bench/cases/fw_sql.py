@@ -4,7 +4,7 @@
         [--as NAME] [--memory-limit 6GiB|none]
 
 `--as NAME` reads every given dump's files as one dump called NAME (the memory case's 4N dump).
-Connections come from `DuckDBResource` with its defaults, as the assets get them.
+Connections come from `DuckDBSteps` with its defaults, as the assets get them.
 """
 
 import argparse
@@ -13,14 +13,15 @@ from pathlib import Path
 
 from bench.cases import report
 from fw_assets.bucketing.steps import write_buckets, write_selection
+from fw_assets.layout import selection_path, source_dump_dir
 from fw_assets.lib.manifest import source_files
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBResource
+from fw_assets.resources import DuckDBSteps
 
 
 def dump_inputs(source: Path, dumps: list[str], merged_name: str | None) -> dict[str, list[str]]:
-    files = {dump: [str(p) for p in source_files(source / "data" / dump)] for dump in dumps}
+    files = {dump: [str(p) for p in source_files(source_dump_dir(source, dump))] for dump in dumps}
     if merged_name:
         return {merged_name: [f for dump in dumps for f in files[dump]]}
     return files
@@ -36,10 +37,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-limit", default="", help="empty: the resource's default")
     args = parser.parse_args(argv)
 
-    resource = DuckDBResource(memory_limit=args.memory_limit)
+    resource = DuckDBSteps(memory_limit=args.memory_limit)
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
     for dump, files in dump_inputs(args.source, args.dumps, args.merged_name).items():
-        selection = args.out / "selection" / f"{dump}.parquet"
+        selection = selection_path(args.out, dump)
         selection.parent.mkdir(parents=True, exist_ok=True)
         (args.out / "buckets").mkdir(exist_ok=True)
         with resource.connect(args.out / ".spill") as con:

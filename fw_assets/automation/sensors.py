@@ -10,7 +10,6 @@ there first) is recorded without a run. The cursor is this sensor's own JSON:
 """
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,29 +18,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.assets import raw
+from fw_assets import settings
+from fw_assets.bucketing.raw import raw
 from fw_assets.jobs import dump_chain_job
+from fw_assets.layout import source_data_dir
 from fw_assets.lib.dump_files import DumpFolderState, readiness, scan_dump_folder
 from fw_assets.partitions import dump_folders, dump_partitions
 from fw_assets.resources import FineWebStorage
 
-INTERVAL_ENV = "FW_SENSOR_INTERVAL_SECONDS"
-SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
-DEFAULT_INTERVAL_SECONDS = 300
-DEFAULT_SETTLE_SECONDS = 600
 FINGERPRINT_TAG = "fw_assets/source_fingerprint"
 CODE_LOCATION = "fw_assets"
 REASONS_SHOWN = 10
-
-
-def env_seconds(name: str, default: int, minimum: int) -> int:
-    """An integer number of seconds from the environment, with a clear error when it is not one."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < minimum:
-        raise ValueError(f"{name}={value!r}: expected a whole number of seconds >= {minimum}")
-    return int(value)
 
 
 def run_key(dump: str, fingerprint: str) -> str:
@@ -60,7 +47,7 @@ def dump_cursor(requested: dict[str, str]) -> str:
 @dg.sensor(
     name="new_dumps",
     job=dump_chain_job,
-    minimum_interval_seconds=env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_SECONDS, minimum=1),
+    minimum_interval_seconds=settings.sensor_interval_seconds(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Runs the whole chain for each dump folder whose files are completely downloaded and "
@@ -73,10 +60,10 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
     folders = dump_folders(storage.source_root)
     if not folders:
         return dg.SensorResult(
-            skip_reason=f"No dump folders (CC-MAIN-YYYY-WW) under {storage.source_root / 'data'}.",
+            skip_reason=f"No dump folders (CC-MAIN-YYYY-WW) under {source_data_dir(storage.source_root)}.",
             cursor=context.cursor,
         )
-    settle = env_seconds(SETTLE_ENV, DEFAULT_SETTLE_SECONDS, minimum=0)
+    settle = settings.sensor_settle_seconds()
     is_processed = _processed_checker(context)
     decisions = {
         dump: _decide(dump, folder, requested.get(dump), settle, is_processed)

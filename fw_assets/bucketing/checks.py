@@ -14,10 +14,10 @@ import dagster as dg
 import duckdb
 
 from fw_assets.contracts.bucketed import BUCKETED_CHECKS
-from fw_assets.contracts.every_row import unreadable_file_violations
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, rejection_message
 from fw_assets.contracts.raw import RAW_CHECKS, RAW_KEY_COLUMNS
 from fw_assets.contracts.selection import SELECTION_CHECKS
+from fw_assets.contracts.tallies import unreadable_file_violations
 from fw_assets.partitions import dump_partitions
 
 
@@ -34,6 +34,9 @@ def check_specs(asset: str, checks: Sequence[ContractCheck]) -> list[dg.AssetChe
         for check in checks
     ]
 
+
+# What a bucketing asset yields: its check results, then its materialization.
+Events = Iterator[dg.AssetCheckResult | dg.MaterializeResult]
 
 RAW_CHECK_SPECS = check_specs("raw", RAW_CHECKS)
 SAMPLED_CHECK_SPECS = check_specs("sampled", SELECTION_CHECKS)

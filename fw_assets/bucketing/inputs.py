@@ -7,6 +7,7 @@ import dagster as dg
 
 from fw_assets.contracts.findings import Violation, rejection_message
 from fw_assets.contracts.raw import RAW_SCHEMA
+from fw_assets.layout import source_dump_dir
 from fw_assets.lib.manifest import SourceFile, describe, source_files
 
 
@@ -58,8 +59,9 @@ def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violatio
     return DumpSource(dump, folder, tuple(files)), problems
 
 
-def read_dump_source(dump: str, folder: Path) -> DumpSource:
-    """Every parquet file of the dump; a missing, empty or unreadable dump fails."""
+def read_dump_source(dump: str, source_root: Path) -> DumpSource:
+    """Every parquet file of the dump in the snapshot; a missing, empty or unreadable dump fails."""
+    folder = source_dump_dir(source_root, dump)
     source, problems = find_dump_source(dump, folder)
     if problems:
         raise dg.Failure(

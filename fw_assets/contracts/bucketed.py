@@ -8,14 +8,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.contracts import rules
-from fw_assets.contracts.every_row import duplicate_id_violations, text_null_violations
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
 from fw_assets.contracts.frames import footer_frame, footer_violations
 from fw_assets.contracts.schemas import bucketed_schema
+from fw_assets.contracts import selection
 from fw_assets.contracts.selection import bucket_tallies, register_policy
-from fw_assets.contracts.tallies import fetch_tallies, file_name, rule_violations
+from fw_assets.contracts.tallies import (
+    duplicate_id_violations,
+    fetch_tallies,
+    file_name,
+    rule_violations,
+    text_null_violations,
+)
 from fw_assets.lib.markdown import table
 from fw_assets.policy import SamplingPolicy
+
+# It reads the selection's tallies to reconcile against them.
+CONTRACT_SQL = ("contract_bucketed_rows", "contract_bucketed_membership", *selection.CONTRACT_SQL)
+CONTRACT_MODULES = (__name__, *selection.CONTRACT_MODULES)
 
 BUCKETED_SCHEMA = ContractCheck(
     "schema",

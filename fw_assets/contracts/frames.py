@@ -35,7 +35,7 @@ def footer_violations(
     schema: pa.DataFrameSchema, frame: pd.DataFrame, file: str, rows: int
 ) -> list[Violation]:
     """Missing, unexpected, misordered or mistyped columns of one file (`frame` from its footer)."""
-    failures = _failure_cases(_structure(schema), frame)
+    failures = failure_cases(_structure(schema), frame)
     violations = []
     for case in failures.itertuples():
         check, found = str(case.check), str(case.failure_case)
@@ -60,7 +60,7 @@ def row_violations(
     schema: pa.DataFrameSchema, frame: pd.DataFrame, file: str, problems: dict[str, str]
 ) -> list[Violation]:
     """Failing rows of an in-memory `frame` per rule, with example ids; `problems` by rule name."""
-    failures = _failure_cases(schema, frame)
+    failures = failure_cases(schema, frame)
     violations = []
     for (column, check), cases in failures.groupby(["column", "check"], sort=True):
         rule = rule_name(str(column), str(check))
@@ -72,15 +72,6 @@ def row_violations(
         problem = f"{len(rows):,} of {len(frame):,} sampled rows {problems[rule]}"
         violations.append(Violation(rule, str(column), len(rows), problem, file, examples))
     return violations
-
-
-def failing_rows(schema: pa.DataFrameSchema, frame: pd.DataFrame) -> dict[str, int]:
-    """Rows of `frame` breaking each rule it breaks (warning-level checks only warn)."""
-    failures = _failure_cases(schema, frame)
-    rows: dict[str, set] = {}
-    for case in failures.itertuples():
-        rows.setdefault(rule_name(str(case.column), str(case.check)), set()).add(case.index)
-    return {rule: len(indexes) for rule, indexes in rows.items()}
 
 
 def rule_name(column: str, check: str) -> str:
@@ -96,7 +87,8 @@ def _structure(schema: pa.DataFrameSchema) -> pa.DataFrameSchema:
     return bare
 
 
-def _failure_cases(schema: pa.DataFrameSchema, frame: pd.DataFrame) -> pd.DataFrame:
+def failure_cases(schema: pa.DataFrameSchema, frame: pd.DataFrame) -> pd.DataFrame:
+    """pandera's failure cases of `frame` (column, check, failure_case, index), empty if none."""
     try:
         schema.validate(frame, lazy=True)
     except pandera.errors.SchemaErrors as errors:

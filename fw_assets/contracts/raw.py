@@ -23,13 +23,20 @@ from fw_assets.contracts.frames import (
     row_violations,
 )
 from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA, SCORE_MAX, SCORE_MIN, raw_schema
-from fw_assets.contracts.every_row import (
+from fw_assets.contracts.tallies import (
+    TALLY_MODULES,
+    TALLY_SQL,
     duplicate_id_violations,
+    fetch_tallies,
+    file_name,
+    rule_violations,
     text_null_violations,
     unreadable_file_violations,
 )
-from fw_assets.contracts.tallies import fetch_tallies, file_name, rule_violations
 from fw_assets.lib.manifest import SourceFile
+
+CONTRACT_SQL = ("contract_raw_rows", *TALLY_SQL)
+CONTRACT_MODULES = (__name__, *TALLY_MODULES)
 
 RAW_SCHEMA = ContractCheck(
     "schema",

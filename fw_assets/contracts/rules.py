@@ -1,7 +1,10 @@
 """Named row rules, shared by the pandera schemas and the SQL that counts failing rows.
 
 A rule's name is the name of its pandera check and the name of the column counting its failures
-in the `sql/contract_*.sql` statements, so both enforcements of a contract report the same rule.
+in each `sql/*.sql` statement that counts it, so both enforcements of a contract report the same
+rule. A rule counted by no statement is checked by pandera on sampled rows only.
+fw_assets_tests/test_contract_parity.py fails when a rule lacks either half, and checks that both
+halves flag the same rows.
 """
 
 from dataclasses import dataclass
@@ -12,25 +15,35 @@ class Rule:
     name: str
     column: str
     problem: str  # completes "N rows …" ("with a null score"); may hold {dump}
+    counted_by: tuple[str, ...]  # sql/*.sql statements with a column of its name; (): sampled rows
 
     def states(self, dump: str) -> str:
         return self.problem.format(dump=dump)
 
 
-ID_NULL = Rule("id_null", "id", "with a null id")
-ID_DUPLICATE = Rule("id_duplicate", "id", "whose id occurs more than once in the dump")
-SCORE_NULL = Rule("score_null", "score", "with a null score")
-SCORE_NOT_FINITE = Rule("score_not_finite", "score", "with a NaN or ±inf score")
-SCORE_OUT_OF_RANGE = Rule("score_out_of_range", "score", "with a score outside 0–6")
-DUMP_MISMATCH = Rule("dump_mismatch", "dump", "with a dump other than {dump}")
+_RAW_ROWS = "contract_raw_rows"
+_BUCKETED_ROWS = "contract_bucketed_rows"
+_SELECTION = "contract_selection"
+
+ID_NULL = Rule("id_null", "id", "with a null id", (_RAW_ROWS, _BUCKETED_ROWS))
+ID_DUPLICATE = Rule(
+    "id_duplicate", "id", "whose id occurs more than once in the dump", ("contract_duplicate_ids",)
+)
+SCORE_NULL = Rule("score_null", "score", "with a null score", (_RAW_ROWS, _BUCKETED_ROWS))
+SCORE_NOT_FINITE = Rule("score_not_finite", "score", "with a NaN or ±inf score", (_RAW_ROWS,))
+SCORE_OUT_OF_RANGE = Rule("score_out_of_range", "score", "with a score outside 0–6", (_RAW_ROWS,))
+DUMP_MISMATCH = Rule("dump_mismatch", "dump", "with a dump other than {dump}", (_RAW_ROWS,))
 FILE_PATH_MISMATCH = Rule(
-    "file_path_mismatch", "file_path", "with a file_path not under crawl-data/{dump}/"
+    "file_path_mismatch", "file_path", "with a file_path not under crawl-data/{dump}/", (_RAW_ROWS,)
 )
-TEXT_NULL = Rule("text_null", "text", "with a null text")
+TEXT_NULL = Rule("text_null", "text", "with a null text", ("contract_text_nulls",))
 INT_SCORE_MISMATCH = Rule(
-    "int_score_mismatch", "int_score", "with an int_score other than int(round(clamp(score, 0, 5)))"
+    "int_score_mismatch",
+    "int_score",
+    "with an int_score other than int(round(clamp(score, 0, 5)))",
+    (_RAW_ROWS,),
 )
-TEXT_BLANK = Rule("text_blank", "text", "with an empty or whitespace-only text")
+TEXT_BLANK = Rule("text_blank", "text", "with an empty or whitespace-only text", ())
 
 # Counted for every row by sql/contract_raw_rows.sql, in its column order.
 RAW_ROW_RULES = (
@@ -44,12 +57,12 @@ RAW_ROW_RULES = (
 )
 
 BUCKET_MISMATCH = Rule(
-    "bucket_mismatch", "bucket", "whose score belongs in another bucket"
+    "bucket_mismatch", "bucket", "whose score belongs in another bucket", (_SELECTION,)
 )
-KEEP_NULL = Rule("keep_null", "keep", "with no keep decision")
+KEEP_NULL = Rule("keep_null", "keep", "with no keep decision", (_SELECTION,))
 KEPT_BELOW_BUCKETS = Rule(
-    "kept_below_buckets", "keep", "kept although their score is below every bucket"
+    "kept_below_buckets", "keep", "kept although their score is below every bucket", (_SELECTION,)
 )
 SCORE_OUTSIDE_BUCKET = Rule(
-    "score_outside_bucket", "score", "with a score outside their bucket's interval"
+    "score_outside_bucket", "score", "with a score outside their bucket's interval", (_BUCKETED_ROWS,)
 )

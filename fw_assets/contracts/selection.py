@@ -14,9 +14,12 @@ from fw_assets.contracts import rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows, short
 from fw_assets.contracts.frames import footer_frame, footer_violations
 from fw_assets.contracts.schemas import selection_schema
-from fw_assets.contracts.tallies import fetch_tallies, file_name
+from fw_assets.contracts.tallies import TALLY_MODULES, TALLY_SQL, fetch_tallies, file_name
 from fw_assets.lib.markdown import table
 from fw_assets.policy import SamplingPolicy
+
+CONTRACT_SQL = ("contract_selection", *TALLY_SQL)
+CONTRACT_MODULES = (__name__, *TALLY_MODULES)
 
 SELECTION_SCHEMA = ContractCheck(
     "schema",
@@ -132,11 +135,11 @@ def ratio_outcome(tallies: dict[str | None, dict], policy: SamplingPolicy) -> Ch
 def reconciliation_outcome(tallies: dict[str | None, dict], source_rows: int) -> CheckOutcome:
     violations = []
     for bucket, tally in tallies.items():
-        undecided = tally["rows_in"] - tally["kept"] - tally["dropped"]
+        undecided = tally[rules.KEEP_NULL.name]
         if undecided:
             problem = f"{count_rows(undecided)} in {_label(bucket)} {rules.KEEP_NULL.problem}"
             violations.append(Violation(rules.KEEP_NULL.name, "keep", undecided, problem))
-    below = tallies.get(None, {}).get("kept", 0)
+    below = sum(t[rules.KEPT_BELOW_BUCKETS.name] for t in tallies.values())
     if below:
         problem = f"{count_rows(below)} {rules.KEPT_BELOW_BUCKETS.problem}"
         violations.append(Violation(rules.KEPT_BELOW_BUCKETS.name, "keep", below, problem))

@@ -10,6 +10,16 @@ import duckdb
 PROGRESS_INTERVAL_SECONDS = 20.0
 
 
+class Stopwatch:
+    """Seconds since it was made, rounded for metadata."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+
+    def seconds(self) -> float:
+        return round(time.monotonic() - self._started, 2)
+
+
 class ProgressReporter:
     """Logs `label: 42% (1,234,567 of 2,900,000 rows), 81,234 rows/s, ~20s left` when called."""
 

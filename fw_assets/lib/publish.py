@@ -1,10 +1,10 @@
 """Publish by rename: outputs are written under a staging folder and moved into place at the end.
 
-A staging folder lives in `<output_root>/.staging/`, on the same filesystem as the outputs, so the
-final moves are renames. Before the first move a journal lists every move; a run killed in the middle
-of publishing is rolled forward by the next run of the same target (`recover`), and a run killed
-before publishing leaves only an abandoned staging folder, which the next run deletes. Readers never
-see a half-written file under the published paths.
+A staging folder lives in `<output_root>/.staging/` (fw_assets.layout), on the same filesystem as
+the outputs, so the final moves are renames. Before the first move a journal lists every move; a
+run killed in the middle of publishing is rolled forward by the next run of the same target
+(`recover`), and a run killed before publishing leaves only an abandoned staging folder, which the
+next run deletes. Readers never see a half-written file under the published paths.
 """
 
 import fcntl
@@ -16,17 +16,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from fw_assets.layout import publish_locks_dir, staging_root
+
 JOURNAL = "PUBLISH.json"
-
-
-def staging_root(output_root: Path) -> Path:
-    return output_root / ".staging"
 
 
 @contextmanager
 def exclusive(output_root: Path, name: str) -> Iterator[None]:
     """Hold a lock on `name` (e.g. `bucketed-CC-MAIN-2013-20`) so two runs never publish it at once."""
-    lock_dir = staging_root(output_root) / "locks"
+    lock_dir = publish_locks_dir(output_root)
     lock_dir.mkdir(parents=True, exist_ok=True)
     with open(lock_dir / f"{name}.lock", "w") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)

@@ -6,13 +6,14 @@ Per split (train, valid, test; an empty split has none): one GPTDataset per memb
 with the blend's 0.5 % surplus of samples, and the BlendedDataset over them.
 """
 
-import os
-from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.blend import build_blend_indexes
 from fw_assets.mixtures.gpt_indexes import build_gpt_indexes
 from fw_assets.mixtures.megatron_cache import (
@@ -30,7 +31,6 @@ from fw_assets.mixtures.megatron_cache import (
     split_matrix,
 )
 from fw_assets.mixtures.plan import StagePlan
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
 
 
 @dataclass(frozen=True)
@@ -80,27 +80,43 @@ def stage_caches(stage: StagePlan) -> list[SplitCache]:
 def write_stage_cache(stage: StagePlan, cache_dir: Path, workers: int = 1) -> list[Path]:
     """Build and write every cache file of `stage` into `cache_dir`; returns the paths written.
 
-    Member prefixes are independent, so `workers` processes build them side by side.
+    With `workers` > 1, that many processes build the member prefixes side by side while a
+    thread draws the blends (the compiled greedy loop runs without the GIL): the blend of a
+    long run takes as long as all its members, and needs nothing from them.
     """
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     caches = stage_caches(stage)
-    tasks = [(stage, caches, i, cache_dir) for i in range(len(stage.members))]
+    members = range(len(stage.members))
     if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            member_samples = list(pool.map(_write_member, tasks))
+        # spawned, not forked: the parent runs a thread
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, context, _start_worker, (stage, caches, cache_dir)) as pool, \
+                ThreadPoolExecutor(1) as thread:
+            blends = [thread.submit(_draw_blend, cache, cache_dir) for cache in caches]
+            member_samples = list(pool.map(_write_member, members))
+            drawn = [blend.result() for blend in blends]
     else:
-        member_samples = [_write_member(task) for task in tasks]
+        _start_worker(stage, caches, cache_dir)
+        member_samples = [_write_member(i) for i in members]
+        drawn = [_draw_blend(cache, cache_dir) for cache in caches]
     written = [path for paths, _ in member_samples for path in paths]
-    for k, cache in enumerate(caches):
+    for k, (cache, (paths, counts)) in enumerate(zip(caches, drawn)):
         available = [samples[k] for _, samples in member_samples]
-        written += _write_blend(cache, available, cache_dir)
+        written += _finish_blend(cache, paths, counts, available, cache_dir)
     return written
 
 
-def _write_member(task) -> tuple[list[Path], list[int]]:
-    """One prefix's GPTDataset files for every split; returns them and each split's sample count."""
-    stage, caches, i, cache_dir = task
+_WORK: dict = {}  # what every member task of a worker needs, sent once per worker
+
+
+def _start_worker(stage: StagePlan, caches: list[SplitCache], cache_dir: Path) -> None:
+    _WORK.update(stage=stage, caches=caches, cache_dir=cache_dir)
+
+
+def _write_member(i: int) -> tuple[list[Path], list[int]]:
+    """Member i's GPTDataset files for every split; returns them and each split's sample count."""
+    stage, caches, cache_dir = _WORK["stage"], _WORK["caches"], _WORK["cache_dir"]
     lengths = IndexedDatasetReader(Path(stage.members[i].file.path)).sequence_lengths
     written, samples = [], []
     for cache in caches:
@@ -117,17 +133,25 @@ def _write_member(task) -> tuple[list[Path], list[int]]:
     return written, samples
 
 
-def _write_blend(cache: SplitCache, available: list[int], cache_dir: Path) -> list[Path]:
-    """The blend's indexes, drawn straight into their `.npy` files: a 1T-token blend's 2.4 GB
-    never has to fit in memory (np.lib.format.open_memmap writes np.save's header and bytes)."""
+def _draw_blend(cache: SplitCache, cache_dir: Path) -> tuple[list[Path], np.ndarray]:
+    """The blend's indexes, drawn straight into their `.npy` files (a 1T-token blend's 2.4 GB
+    never has to fit in memory; open_memmap writes np.save's header and bytes); returns them
+    and the samples drawn from each member."""
     stem = cache_dir / cache.blend_stem
     paths = [Path(f"{stem}-{kind}") for kind in ("dataset_index.npy", "dataset_sample_index.npy")]
     size = cache.blend["size"]
     dataset_index = np.lib.format.open_memmap(paths[0], mode="w+", dtype=np.int16, shape=(size,))
     dataset_sample_index = np.lib.format.open_memmap(paths[1], mode="w+", dtype=np.int64, shape=(size,))
     build_blend_indexes(cache.blend["weights"], dataset_index, dataset_sample_index)
-    drawn = np.bincount(dataset_index, minlength=len(available))
+    drawn = np.bincount(dataset_index, minlength=len(cache.members))
     del dataset_index, dataset_sample_index  # flushes and unmaps
+    return paths, drawn
+
+
+def _finish_blend(cache: SplitCache, paths: list[Path], drawn: np.ndarray, available: list[int],
+                  cache_dir: Path) -> list[Path]:
+    """Refuse a blend that draws more samples from a member than it has, as Megatron does;
+    else write its description (last: Megatron finds a cache by its files, never its contents)."""
     short = [(i, int(n), a) for i, (n, a) in enumerate(zip(drawn, available)) if n > a]
     if short:
         for path in paths:
@@ -135,7 +159,7 @@ def _write_blend(cache: SplitCache, available: list[int], cache_dir: Path) -> li
         i, n, a = short[0]
         raise ValueError(f"the {cache.split} blend draws {n} samples from {cache.members[i]['dataset_path']}, "
                          f"which has {a} (Megatron would refuse it too)")
-    return _save(stem, cache.blend, {}) + paths
+    return _save(cache_dir / cache.blend_stem, cache.blend, {}) + paths
 
 
 def _save(stem: Path, description: dict, arrays: dict[str, np.ndarray]) -> list[Path]:

@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fw_assets.lib.doc_index import read_document_index
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.cache import SplitCache, stage_caches
 from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
 from fw_assets.mixtures.plan import StagePlan
-from fw_assets.tokenizing.doc_index import read_document_index
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
 
 
 def explain_sample(stage: StagePlan, cache_dir: Path, split: str, sample: int) -> dict:

@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fw_assets.mixtures import layout
+from fw_assets import layout
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.blend import MAX_DATASETS
 from fw_assets.mixtures.megatron_cache import SPLITS, CacheSettings, split_documents, split_matrix
-from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source, Stage
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
-from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
+from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,7 @@ class StagePlan:
     members: tuple[Member, ...]
     num_samples: tuple[int, int, int]  # train, valid, test: what training asks the builder for
     cache: CacheSettings
+    data_args_path: str  # the `--data-args-path` file, as training sees it
     megatron_args: tuple[str, ...]
 
     @property
@@ -107,7 +107,7 @@ def stage_from_plan_json(plan: dict, name: str) -> StagePlan:
             cache = CacheSettings(plan["seed"], phase["seq_length"], plan["split"], plan["training_tokenizer"])
             return StagePlan(phase["name"], name, stage["tokens"], phase["seq_length"], stage["temperature"],
                              stage["weights"], members, tuple(stage["num_samples"]), cache,
-                             tuple(stage["megatron_args"]))
+                             stage["data_args"], tuple(stage["megatron_args"]))
     names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
     raise KeyError(f"plan of recipe {plan['recipe']} has no stage {name!r} (stages: {names})")
 
@@ -119,7 +119,7 @@ def _stage_json(stage: StagePlan) -> dict:
         "temperature": stage.temperature,
         "weights": stage.shares,
         "num_samples": list(stage.num_samples),
-        "data_args": layout.data_args_name(stage.name),
+        "data_args": stage.data_args_path,
         "megatron_args": list(stage.megatron_args),
         "members": [{"weight": m.weight, **asdict(m.file)} for m in stage.members],
     }
@@ -127,13 +127,13 @@ def _stage_json(stage: StagePlan) -> dict:
 
 def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> MixturePlan:
     """Plan `recipe` over the token files of `dumps` under `output_root`."""
-    data_root = recipe.megatron.data_root or os.path.abspath(output_root)
+    # the paths training will write (and Megatron hashes): under data_root, else this absolute path
+    data_root = Path(recipe.megatron.data_root or os.path.abspath(output_root))
     files = find_token_files(recipe, output_root, data_root, sorted(dumps))
     sample_counts = _train_samples(recipe)
     valid_test = _eval_samples(recipe, sum(sample_counts))
     transitions = _phase_transitions(recipe, sample_counts)
-    mixture_dir = f"{data_root}/mixtures/{recipe.name}"
-    cache_dir = f"{mixture_dir}/cache"
+    cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
     stages = []
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
         shares = source_shares(recipe.sources, files, stage.temperature)
@@ -141,16 +141,17 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
         _check_splits_have_documents(recipe, members, cache)
-        args = _megatron_args(recipe, phase, stage, sum(sample_counts), transitions, mixture_dir, cache_dir)
+        data_args = str(layout.data_args_path(data_root, recipe.name, stage.name))
+        args = _megatron_args(recipe, phase, sum(sample_counts), transitions, data_args, cache_dir)
         stages.append(StagePlan(phase.name, stage.name, stage.tokens, phase.seq_length,
                                 stage.temperature, shares, members, (train_samples, *valid_test),
-                                cache, args))
+                                cache, data_args, args))
     fingerprint = _fingerprint(recipe, stages)
     return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint)
 
 
 def find_token_files(
-    recipe: Recipe, output_root: Path, data_root: str, dumps: list[str]
+    recipe: Recipe, output_root: Path, data_root: Path, dumps: list[str]
 ) -> dict[str, list[TokenFile]]:
     """Each source's token files, in recipe order: buckets as listed, dumps in key order."""
     present = {}
@@ -185,10 +186,10 @@ def _check_disjoint(recipe: Recipe, present: dict[str, list[tuple[str, str]]]) -
             owner[pair] = source
 
 
-def _token_file(recipe: Recipe, source: str, output_root: Path, data_root: str, bucket: str, dump: str) -> TokenFile:
-    path = token_prefix(output_root, recipe.tokenizer, bucket, dump)
+def _token_file(recipe: Recipe, source: str, output_root: Path, data_root: Path, bucket: str, dump: str) -> TokenFile:
+    path = layout.token_prefix(output_root, recipe.tokenizer, bucket, dump)
     reader = IndexedDatasetReader(path)
-    prefix = f"{data_root}/tokenized/{recipe.tokenizer}/{bucket}/{dump}"
+    prefix = str(layout.token_prefix(data_root, recipe.tokenizer, bucket, dump))
     return TokenFile(source, bucket, dump, str(path), prefix, reader.document_count, reader.token_count)
 
 
@@ -208,7 +209,7 @@ def _matching_dumps(recipe: Recipe, source: Source, dumps: list[str]) -> list[st
 def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str, dump: str) -> bool:
     """True when the dump is tokenized but this bucket had no documents (it then has no files);
     a dump never tokenized, or a file missing from a set, is an error."""
-    files = token_files(token_prefix(output_root, recipe.tokenizer, bucket, dump))
+    files = layout.token_files(layout.token_prefix(output_root, recipe.tokenizer, bucket, dump))
     present = [file.exists() for file in files]
     if all(present):
         return False
@@ -216,7 +217,7 @@ def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str
     if any(present):
         missing = [str(f) for f, here in zip(files, present) if not here]
         raise RecipeError(recipe.path, key, f"incomplete tokenized files, missing {missing}")
-    root = tokenizer_dir(output_root, recipe.tokenizer)
+    root = layout.tokenizer_dir(output_root, recipe.tokenizer)
     if not any(root.glob(f"*/{dump}.idx")):
         raise RecipeError(recipe.path, key,
                           f"missing tokenized files: dump {dump} has none under {root} (materialize `tokenized` for it)")
@@ -288,11 +289,11 @@ def _check_splits_have_documents(recipe: Recipe, members: tuple[Member, ...], ca
                                   f"{member.file.path} has {member.file.documents} documents, none for the {split} split")
 
 
-def _megatron_args(recipe: Recipe, phase: Phase, stage: Stage, train_samples: int,
-                   transitions: list[int], mixture_dir: str, cache_dir: str) -> tuple[str, ...]:
+def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions: list[int],
+                   data_args: str, cache_dir: str) -> tuple[str, ...]:
     m = recipe.megatron
     args = [
-        "--data-args-path", f"{mixture_dir}/{layout.data_args_name(stage.name)}",
+        "--data-args-path", data_args,
         "--split", m.split,
         "--seq-length", str(phase.seq_length),
         "--seed", str(m.seed),

@@ -17,7 +17,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
+from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.tokenizer import Tokenizer, TokenizerSpec
 
 
@@ -111,28 +111,6 @@ class ParallelEncoder:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def encode_batches(
-    text_batches: Iterable[Sequence[str]], spec: TokenizerSpec, workers: int = 1
-) -> Iterator[EncodedBatch]:
-    """Encode each batch of texts with a `ParallelEncoder` of its own, yielding results in order."""
-    return _encode_and_close(ParallelEncoder(spec, workers), text_batches)
-
-
-def _encode_and_close(
-    encoder: ParallelEncoder, text_batches: Iterable[Sequence[str]]
-) -> Iterator[EncodedBatch]:
-    with encoder:
-        yield from encoder.encode(text_batches)
-
-
-def encode_documents(
-    text_batches: Iterable[Sequence[str]], spec: TokenizerSpec, workers: int = 1
-) -> Iterator[np.ndarray]:
-    """Each document's tokens (EOD appended) in input order; see `encode_batches`."""
-    for batch in encode_batches(text_batches, spec, workers):
-        yield from batch.documents()
 
 
 # The tokenizer of this worker process, loaded once by the pool's initializer.

@@ -21,12 +21,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fw_assets.layout import token_files
 from fw_assets.lib.sql import load_sql
-from fw_assets.tokenizing.doc_index import DocumentIndexWriter
+from fw_assets.lib.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetWriter, as_token_dtype
-from fw_assets.tokenizing.layout import token_files
+from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, as_token_dtype
 from fw_assets.tokenizing.progress import TokenProgress
+
+# The statements run here, for the code version of `tokenized`.
+STEPS_SQL = ("documents_to_tokenize", "token_keys_by_id", "documents_missing_values")
 
 # A scratch keys row: where one document's tokens lie in the bucket's scratch token file.
 # text_hash only breaks ties between rows sharing an id (see sql/documents_to_tokenize.sql).

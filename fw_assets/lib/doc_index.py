@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fw_assets.layout import docs_path
 from fw_assets.lib.writers import KeepOnSuccess
 
 SCHEMA = pa.schema(
@@ -20,11 +21,6 @@ SCHEMA = pa.schema(
 # Row groups of a fixed size, whatever batches the rows arrive in: the file's bytes depend only
 # on its rows.
 ROW_GROUP_ROWS = 1 << 17
-
-
-def docs_path(prefix: Path) -> Path:
-    """`<prefix>.docs.parquet`."""
-    return Path(f"{prefix}.docs.parquet")
 
 
 class DocumentIndexWriter(KeepOnSuccess):

@@ -1,5 +1,6 @@
-"""Contracts that stop bad data: every bad input is either refused with a message naming the dump,
-file, column, rows and examples, or accepted; either way the output published before is kept."""
+"""Contracts that stop bad data, run by run: every bad input is either refused with a message naming
+the dump, file, column, rows and examples, or accepted; either way the output published before is
+kept."""
 
 import math
 import shutil
@@ -9,42 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-import duckdb
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from fw_assets.bucketing.assets import bucketed, sampled
-from fw_assets.bucketing.layout import bucketed_files, selection_path
-from fw_assets.contracts import rules
-from fw_assets.contracts.bucketed import check_bucketed
-from fw_assets.contracts.frames import failing_rows
-from fw_assets.contracts.raw import check_raw
-from fw_assets.contracts.schemas import raw_schema, selection_schema
-from fw_assets.contracts.selection import binomial_tolerance, check_selection
-from fw_assets.lib.manifest import describe
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.layout import bucketed_files, selection_path
 from fw_assets.policy import SEED_POLICY
-from fw_assets.sample import sample_table, write_sample_dump
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import subprocess_env
+from fw_assets_tests.contract_cases import DUMP, FIRST, OTHER_DUMP, ROWS, SECOND
 from fw_assets_tests.helpers import materialize_dump, published_tree
-
-DUMP = "CC-MAIN-2013-20"
-OTHER_DUMP = "CC-MAIN-2013-48"
-ROWS, FILES = 2_000, 2
-FIRST, SECOND = "train-00000-of-00002.parquet", "train-00001-of-00002.parquet"
-
-
-@pytest.fixture(scope="module")
-def good_dump(tmp_path_factory) -> tuple[Path, Path]:
-    """A generated dump, and the output a clean run published for it."""
-    source = tmp_path_factory.mktemp("source")
-    write_sample_dump(source, DUMP, ROWS, FILES, seed=11)
-    output = tmp_path_factory.mktemp("published")
-    materialize_dump(source, output, DUMP)
-    return source, output
 
 
 @dataclass
@@ -302,6 +281,7 @@ def test_non_ascii_and_one_megabyte_texts_are_accepted_intact(workspace):
         assert published[table["id"][row].as_py()] == text
 
 
+@pytest.mark.e2e
 def test_folder_not_named_like_a_dump_is_ignored_with_a_warning(workspace, tmp_path):
     (workspace.source / "data" / "downloads-tmp").mkdir()
     (workspace.source / "data" / "CC-MAIN-2013-20.bak").mkdir()
@@ -450,215 +430,3 @@ def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
     reconciliation = good.check("bucketed", "reconciliation").metadata
     for bucket in SEED_POLICY.buckets:
         assert reconciliation[f"rows_{bucket.name}"].value == reconciliation[f"kept_{bucket.name}"].value
-
-
-def test_blocking_checks_are_declared_on_every_stage_per_dump():
-    from fw_assets.definitions import defs
-
-    graph = defs.resolve_asset_graph()
-    specs = {
-        (key.asset_key.to_user_string(), key.name): graph.get_check_spec(key)
-        for key in graph.asset_check_keys
-    }
-    warnings_only = {("raw", "int_score"), ("raw", "text_sample")}
-    assert {k for k in specs if k[0] in ("raw", "sampled", "bucketed")} >= warnings_only | {
-        ("raw", "schema"), ("raw", "key_columns"),
-        ("sampled", "schema"), ("sampled", "sampling_ratio"), ("sampled", "reconciliation"),
-        ("bucketed", "schema"), ("bucketed", "score_in_bucket"), ("bucketed", "unique_ids"),
-        ("bucketed", "reconciliation"),
-    }
-    for key, spec in specs.items():
-        if key[0] in ("raw", "sampled", "bucketed"):
-            assert spec.blocking == (key not in warnings_only), key
-            assert spec.partitions_def is not None and DUMP in spec.partitions_def.get_partition_keys()
-
-
-# --- the contracts on their own, on the real files of a clean run ----------------------------
-
-
-@pytest.fixture
-def con():
-    with duckdb.connect() as connection:
-        yield connection
-
-
-@pytest.fixture
-def clean_selection(good_dump, tmp_path) -> Path:
-    """A writable copy of the selection the clean run published."""
-    _, output = good_dump
-    return Path(shutil.copy(selection_path(output, DUMP), tmp_path / "selection.parquet"))
-
-
-def outcome(outcomes, name):
-    (found,) = [o for o in outcomes if o.check.name == name]
-    return found
-
-
-def test_selection_passes_on_a_clean_run(con, clean_selection):
-    outcomes = check_selection(con, clean_selection, SEED_POLICY, ROWS)
-    assert [o.check.name for o in outcomes if not o.passed] == []
-    assert outcome(outcomes, "reconciliation").figures["rows_in"] == ROWS
-
-
-def test_sampling_ratio_outside_the_binomial_tolerance_fails(con, clean_selection):
-    table = pq.read_table(clean_selection)
-    in_3_0 = [b == "3.0" for b in table["bucket"].to_pylist()]
-    keep = [True if inside else k for inside, k in zip(in_3_0, table["keep"].to_pylist())]
-    pq.write_table(table.set_column(5, "keep", pa.array(keep)), clean_selection)
-
-    ratio = outcome(check_selection(con, clean_selection, SEED_POLICY, ROWS), "sampling_ratio")
-    n = sum(in_3_0)
-    assert not ratio.passed
-    assert ratio.figures["tolerance_3.0"] == round(binomial_tolerance(n, 0.6), 1)
-    assert binomial_tolerance(n, 0.6) == 4 * math.sqrt(n * 0.6 * 0.4) + 1
-    assert binomial_tolerance(n, 1.0) == 1
-    (violation,) = ratio.violations
-    assert violation.describe() == (
-        f"bucket 3.0 kept {n:,} of {n:,} rows, expected {n * 0.6:,.1f} ± "
-        f"{binomial_tolerance(n, 0.6):,.1f} at rate 0.6"
-    )
-
-
-def test_rows_without_a_keep_decision_or_kept_below_every_bucket_fail_reconciliation(con, clean_selection):
-    table = pq.read_table(clean_selection)
-    buckets = table["bucket"].to_pylist()
-    undecided = [i for i, b in enumerate(buckets) if b == "3.5"][:2]
-    below = [i for i, b in enumerate(buckets) if b is None][:3]
-    keep = table["keep"].to_pylist()
-    for i in undecided:
-        keep[i] = None
-    for i in below:
-        keep[i] = True
-    pq.write_table(table.set_column(5, "keep", pa.array(keep)), clean_selection)
-
-    outcomes = check_selection(con, clean_selection, SEED_POLICY, ROWS + 1)
-    problems = [v.describe() for v in outcome(outcomes, "reconciliation").violations]
-    assert problems == [
-        "column keep: 2 rows in bucket 3.5 with no keep decision",
-        "column keep: 3 rows kept although their score is below every bucket",
-        f"the selection holds {ROWS:,} rows, the source {ROWS + 1:,}",
-    ]
-
-
-def test_a_row_in_the_wrong_bucket_fails_the_selection_schema(con, clean_selection):
-    table = pq.read_table(clean_selection)
-    row = table["bucket"].to_pylist().index("2.8")
-    buckets = table["bucket"].to_pylist()
-    buckets[row] = "4.0"
-    pq.write_table(table.set_column(4, "bucket", pa.array(buckets)), clean_selection)
-
-    schema = outcome(check_selection(con, clean_selection, SEED_POLICY, ROWS), "schema")
-    (violation,) = schema.violations
-    assert violation.rule == rules.BUCKET_MISMATCH.name and violation.rows == 1
-    assert f"{table['id'][row].as_py()} (row {table['source_row'][row].as_py()})" in violation.examples[0]
-    assert "in '4.0', policy gives '2.8'" in violation.examples[0]
-
-
-@pytest.fixture
-def clean_buckets(good_dump, tmp_path) -> dict[str, list[Path]]:
-    """Writable copies of the bucket files the clean run published."""
-    _, output = good_dump
-    copies = {}
-    for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
-        folder = tmp_path / "buckets" / bucket
-        folder.mkdir(parents=True)
-        copies[bucket] = [Path(shutil.copy(f, folder / f.name)) for f in files]
-    return copies
-
-
-def test_bucketed_passes_on_a_clean_run(con, good_dump, clean_buckets):
-    selection = selection_path(good_dump[1], DUMP)
-    outcomes = check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY)
-    assert [o.check.name for o in outcomes] == ["schema", "score_in_bucket", "unique_ids", "reconciliation"]
-    assert all(o.passed for o in outcomes)
-
-
-def test_missing_output_rows_fail_bucketed_reconciliation(con, good_dump, clean_buckets):
-    (path,) = clean_buckets["3.0"]
-    dropped = bad.rewrite(path, lambda t: t.slice(5))["id"].to_pylist()[:5]
-    selection = selection_path(good_dump[1], DUMP)
-    outcomes = check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY)
-    reconciliation = outcome(outcomes, "reconciliation")
-    problems = [v.describe() for v in reconciliation.violations]
-    kept = reconciliation.figures["kept_3.0"]
-    assert f"bucket 3.0 holds {kept - 5:,} rows, the selection kept {kept:,}" in problems
-    missing = next(v for v in reconciliation.violations if v.rule == "ids_missing")
-    assert missing.rows == 5 and set(missing.examples) == set(sorted(dropped)[:5])
-
-
-def test_a_file_in_the_wrong_bucket_fails_score_in_bucket(con, good_dump, clean_buckets):
-    misplaced = {**clean_buckets, "3.0": clean_buckets["3.0"] + clean_buckets["4.0"], "4.0": []}
-    selection = selection_path(good_dump[1], DUMP)
-    scores = outcome(check_bucketed(con, DUMP, misplaced, selection, SEED_POLICY), "score_in_bucket")
-    rows_4_0 = sum(pq.read_metadata(f).num_rows for f in clean_buckets["4.0"])
-    assert scores.figures["score_outside_bucket"] == rows_4_0
-    assert "with a score outside their bucket's interval" in scores.violations[0].describe()
-    assert scores.violations[0].file.startswith("3.0/")
-
-
-def test_an_id_written_twice_fails_unique_ids(con, good_dump, clean_buckets):
-    (path,) = clean_buckets["4.0"]
-    first = pq.read_table(path)["id"][0].as_py()
-    bad.rewrite(path, bad.with_values("id", {1: first}))
-    selection = selection_path(good_dump[1], DUMP)
-    unique = outcome(check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY), "unique_ids")
-    (violation,) = unique.violations
-    assert violation.rows == 2 and violation.examples == (f"{first} ×2 in {path.name}",)
-
-
-def test_an_extra_output_column_fails_the_bucketed_schema(con, good_dump, clean_buckets):
-    (path,) = clean_buckets["2.8"]
-    bad.rewrite(path, lambda t: t.append_column("bucket", pa.array(["2.8"] * t.num_rows)))
-    selection = selection_path(good_dump[1], DUMP)
-    (schema,) = check_bucketed(con, DUMP, clean_buckets, selection, SEED_POLICY)
-    assert [v.describe() for v in schema.violations] == [
-        f"file 2.8/{path.name}, column bucket: is not part of the contract "
-        f"({pq.read_metadata(path).num_rows:,} rows)"
-    ]
-
-
-def test_pandera_schema_and_every_row_sql_flag_the_same_rows(con, tmp_path):
-    """The raw contract is stated once in pandera and enforced at scale in SQL: they must agree."""
-    table = sample_table(DUMP, 0, 50, seed=5)
-    for column, values in {
-        "id": {0: None, 2: table["id"][1].as_py()},
-        "score": {3: None, 4: math.nan, 5: 7.5, 6: -math.inf},
-        "dump": {7: OTHER_DUMP, 8: None},
-        "file_path": {9: "s3://elsewhere/x.warc.gz", 10: None},
-        "text": {11: None},
-        "int_score": {12: None},
-    }.items():
-        table = bad.with_values(column, values)(table)
-    path = tmp_path / "train-00000-of-00001.parquet"
-    pq.write_table(table, path)
-
-    by_sql: dict[str, int] = {}
-    for violation in (v for o in check_raw(con, DUMP, [describe(path)]) for v in o.violations):
-        by_sql[violation.rule] = by_sql.get(violation.rule, 0) + violation.rows
-    with pytest.warns(UserWarning, match=rules.INT_SCORE_MISMATCH.name):
-        by_pandera = failing_rows(raw_schema(DUMP), table.to_pandas(types_mapper=pd.ArrowDtype))
-    # int_score is a warning in both: pandera warns, the SQL reports it in a non-blocking check;
-    # row 12, and row 5 whose 7.5 clamps to 5
-    assert by_sql.pop(rules.INT_SCORE_MISMATCH.name) == 2
-    assert by_sql == by_pandera == {
-        "id_null": 1, "id_duplicate": 2, "score_null": 1, "score_not_finite": 2,
-        "score_out_of_range": 1, "dump_mismatch": 2, "file_path_mismatch": 2, "text_null": 1,
-    }
-
-
-def test_pandera_selection_schema_and_sql_flag_the_same_rows(con, clean_selection):
-    table = pq.read_table(clean_selection)
-    buckets = table["bucket"].to_pylist()
-    mismatched = buckets.index("2.8")
-    below = buckets.index(None)
-    table = bad.with_values("bucket", {mismatched: "3.5"})(table)
-    table = bad.with_values("keep", {below: True})(table)
-    pq.write_table(table, clean_selection)
-
-    by_sql: dict[str, int] = {}
-    outcomes = check_selection(con, clean_selection, SEED_POLICY, ROWS)
-    for violation in (v for o in outcomes for v in o.violations):
-        if violation.rule != "sampling_ratio":  # a statistic of the whole selection, not a row rule
-            by_sql[violation.rule] = by_sql.get(violation.rule, 0) + violation.rows
-    by_pandera = failing_rows(selection_schema(SEED_POLICY), table.to_pandas(types_mapper=pd.ArrowDtype))
-    assert by_sql == by_pandera == {"bucket_mismatch": 1, "kept_below_buckets": 1}

@@ -1,4 +1,4 @@
-"""CLI: `python -m fw_assets.sample ROOT [--dumps ...] [--rows N] [--files N] [--seed N]`."""
+"""CLI: `python -m fw_assets.synthetic ROOT [--dumps ...] [--rows N] [--files N] [--seed N]`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from fw_assets.sample.generator import (
+from fw_assets.synthetic.generator import (
     DEFAULT_DUMPS,
     DEFAULT_DUP_SHARE,
     DEFAULT_ROWS,
@@ -17,7 +17,7 @@ from fw_assets.sample.generator import (
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments and write the sample dumps, printing each file as it lands."""
     parser = argparse.ArgumentParser(
-        prog="python -m fw_assets.sample",
+        prog="python -m fw_assets.synthetic",
         description="Write FineWeb-Edu-shaped sample dumps to ROOT/data/<dump>/train-*.parquet.",
     )
     parser.add_argument("root", type=Path, help="snapshot root (e.g. the FW_SOURCE_DIR)")

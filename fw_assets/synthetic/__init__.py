@@ -1,6 +1,6 @@
-"""Generated FineWeb-Edu-shaped sample dumps (`python -m fw_assets.sample ROOT`)."""
+"""Generated FineWeb-Edu-shaped sample dumps (`python -m fw_assets.synthetic ROOT`)."""
 
-from fw_assets.sample.generator import (
+from fw_assets.synthetic.generator import (
     DEFAULT_DUMPS,
     SCHEMA,
     int_scores,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fw_assets.layout import bin_path, idx_path
 from fw_assets.lib.writers import KeepOnSuccess
 
 INDEX_MAGIC = b"MMIDIDX\x00\x00"
@@ -43,16 +44,6 @@ def optimal_token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
 
 
-def bin_path(prefix: Path) -> Path:
-    """`<prefix>.bin` (appended, not a suffix swap: prefixes like `CC-MAIN-2024-10` or `2.8/x`)."""
-    return Path(f"{prefix}.bin")
-
-
-def idx_path(prefix: Path) -> Path:
-    """`<prefix>.idx`."""
-    return Path(f"{prefix}.idx")
-
-
 class IndexedDatasetWriter(KeepOnSuccess):
     """Streams documents into `<prefix>.bin`; `finish()` writes `<prefix>.idx`.
 
@@ -77,20 +68,9 @@ class IndexedDatasetWriter(KeepOnSuccess):
     def document_count(self) -> int:
         return len(self._lengths)
 
-    def add_document(self, tokens: np.ndarray) -> None:
-        """Append one document's tokens (a 1-D integer array) to `.bin`."""
-        tokens = as_token_dtype(np.asarray(tokens), self.dtype)
-        if tokens.size > np.iinfo(np.int32).max:
-            raise ValueError(f"a document of {tokens.size} tokens does not fit the int32 index")
-        self._bin.write(memoryview(np.ascontiguousarray(tokens)))
-        self._lengths.append(tokens.size)
-        self.token_count += tokens.size
-
     def add_documents(self, tokens: np.ndarray, lengths: np.ndarray) -> None:
-        """Append several documents at once: their tokens back to back, and each one's length.
-
-        One write per batch instead of one per document, the same bytes as `add_document`.
-        """
+        """Append documents (1-D integer arrays) to `.bin`: their tokens back to back, and each
+        one's length; one write per batch, not per document."""
         tokens = as_token_dtype(np.asarray(tokens), self.dtype)
         lengths = np.asarray(lengths)
         if lengths.ndim != 1 or int(lengths.sum()) != tokens.size or (lengths < 0).any():

@@ -1,4 +1,4 @@
-"""Tests of the FineWeb-Edu-shaped sample generator (fw_assets.sample)."""
+"""Tests of the FineWeb-Edu-shaped sample generator (fw_assets.synthetic)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.sample import (
+from fw_assets.synthetic import (
     SCHEMA,
     sample_scores,
     sample_table,
     write_sample_dump,
     write_sample_dumps,
 )
-from fw_assets.sample.__main__ import main
-from fw_assets.sample.generator import _write_parquet_atomically
+from fw_assets.synthetic.__main__ import main
+from fw_assets.synthetic.generator import _write_parquet_atomically
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 ROWS = 6_000  # per dump

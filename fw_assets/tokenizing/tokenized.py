@@ -1,39 +1,33 @@
-"""bucketed -> tokenized: each bucket of a dump as Megatron token files, one partition per dump."""
+"""`tokenized`: each bucket of a dump as Megatron token files, one partition per dump."""
 
-import hashlib
 import time
 from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.assets import PER_DUMP, POLICY, bucketed
-from fw_assets.bucketing.layout import bucketed_files
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.layout import bucket_dump_dir, bucketed_files, token_files, token_prefix, tokenizer_dir
 from fw_assets.lib.manifest import describe
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import staged_publication
-from fw_assets.lib.sql import sql_fingerprint
-from fw_assets.resources import DuckDBResource, FineWebStorage
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
+from fw_assets.policy import SEED_POLICY
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
-from fw_assets.tokenizing.layout import token_files, token_prefix, tokenizer_dir
+from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import BucketInput, BucketTokens, tokenize_buckets
+from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tokenize_buckets
 
 
-def _source_fingerprint(*modules: str) -> str:
-    """Short hash of the source of these `fw_assets.tokenizing` modules."""
-    digest = hashlib.sha256()
-    for module in modules:
-        digest.update((Path(__file__).parent / f"{module}.py").read_bytes())
-    return digest.hexdigest()[:12]
-
-
-# The code that decides the bytes of the token files. The tokenizer itself is configuration:
-# its identity names the output folder and is recorded in the metadata of every run.
-CODE_VERSION = (
-    f"{_source_fingerprint('tokenizer', 'encode', 'indexed_dataset', 'doc_index', 'steps')}"
-    f"-{sql_fingerprint('documents_to_tokenize', 'token_keys_by_id')}"
+# The code that decides the bytes of the token files, hashed into the code version. The tokenizer
+# itself is configuration: its identity names the output folder and is recorded in every run.
+SQL = STEPS_SQL
+MODULES = (
+    *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "steps")),
+    "fw_assets.lib.indexed_dataset",
+    "fw_assets.lib.doc_index",
 )
 
 
@@ -41,7 +35,7 @@ CODE_VERSION = (
     **PER_DUMP,
     deps=[bucketed],
     pool="tokenizer",
-    code_version=CODE_VERSION,
+    code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
     description="Each bucket of the dump as Megatron-LM token files: "
     "tokenized/<tokenizer>/<bucket>/<dump>.bin + .idx (one sequence per document, EOD appended, "
@@ -50,7 +44,7 @@ CODE_VERSION = (
 def tokenized(
     context: dg.AssetExecutionContext,
     storage: FineWebStorage,
-    duckdb: DuckDBResource,
+    warehouse: DuckDBSteps,
     tokenizer: TokenizerResource,
 ) -> dg.MaterializeResult:
     dump = context.partition_key
@@ -68,7 +62,7 @@ def tokenized(
             f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
         )
         progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
-        with ParallelEncoder(spec, workers) as encoder, duckdb.connect(staging.path) as con:
+        with ParallelEncoder(spec, workers) as encoder, warehouse.connect(staging.path) as con:
             # scratch files stay inside staging: never published, deleted with it whatever happens
             written = tokenize_buckets(
                 con, buckets, encoder, token_dtype, batch_rows, progress, context.log.info, dump,
@@ -87,10 +81,11 @@ def tokenized(
 def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
     """The dump's buckets that hold documents (counted from the published files' footers), each
     with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
-    files = bucketed_files(storage.output_root, dump, POLICY)
+    root = storage.output_root
+    files = bucketed_files(root, dump, SEED_POLICY)
     if not any(files.values()):
         raise dg.Failure(
-            f"Dump {dump}: no bucketed parquet under {storage.output_root / 'en'}/<bucket>/{dump}/ "
+            f"Dump {dump}: no bucketed parquet under {bucket_dump_dir(root, '<bucket>', dump)}/ "
             "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
         )
     buckets = []
@@ -109,7 +104,7 @@ def _moves(
     """Every bucket's three files onto their published paths. A bucket without documents gets
     no files (Megatron cannot map an empty .bin), and an older output of it is removed."""
     moves: dict[Path, Path | None] = {}
-    for bucket in [b.name for b in POLICY.buckets]:
+    for bucket in [b.name for b in SEED_POLICY.buckets]:
         targets = token_files(token_prefix(storage.output_root, name, bucket, dump))
         staged = token_files(staging / bucket / dump) if bucket in written else [None] * len(targets)
         moves.update(zip(targets, staged))
@@ -145,7 +140,7 @@ def _metadata(
         "folder": dg.MetadataValue.path(str(folder)),
     }
     rows = []
-    for bucket in [b.name for b in POLICY.buckets]:
+    for bucket in [b.name for b in SEED_POLICY.buckets]:
         w = written.get(bucket, BucketTokens(0, 0, 0, 0.0, 0.0))
         metadata[f"documents_{bucket}"] = w.documents
         metadata[f"tokens_{bucket}"] = w.tokens

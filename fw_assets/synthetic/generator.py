@@ -23,6 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fw_assets.layout import source_dump_dir
+
 DEFAULT_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 DEFAULT_ROWS = 5_000
 ROW_GROUP_SIZE = 1_000  # like `datasets.push_to_hub`
@@ -140,7 +142,7 @@ def write_sample_dump(
             f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and "
             f"0 <= dup_share <= 1 (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=})"
         )
-    folder = Path(root) / "data" / dump
+    folder = source_dump_dir(Path(root), dump)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, (start, stop) in enumerate(_file_row_ranges(rows, files)):

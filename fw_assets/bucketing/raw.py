@@ -1,0 +1,53 @@
+"""`raw`: a dump's FineWeb-Edu source files as downloaded, recorded when they meet the raw contract."""
+
+import dagster as dg
+
+from fw_assets.bucketing.checks import RAW_CHECK_SPECS, Events, report
+from fw_assets.bucketing.inputs import find_dump_source
+from fw_assets.contracts import raw as raw_contract
+from fw_assets.contracts.raw import check_raw
+from fw_assets.layout import source_dump_dir, spill_dir
+from fw_assets.lib.manifest import as_records
+from fw_assets.lib.markdown import table
+from fw_assets.lib.progress import Stopwatch
+from fw_assets.lib.sql import load_sql
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
+from fw_assets.resources import DuckDBSteps, FineWebStorage
+
+# Everything that decides this asset's record, hashed into its code version.
+SQL = ("score_histogram", *raw_contract.CONTRACT_SQL)
+MODULES = ("fw_assets.bucketing.inputs", "fw_assets.lib.manifest", *raw_contract.CONTRACT_MODULES)
+
+
+@dg.asset(
+    **PER_DUMP,
+    code_version=code_version(sql=SQL, modules=MODULES),
+    kinds={"parquet"},
+    check_specs=RAW_CHECK_SPECS,
+    description="The dump's FineWeb-Edu source files as downloaded (nothing is copied): "
+    "a manifest of files, rows, bytes and schema, and a score histogram; recorded only when "
+    "the files pass the raw contract.",
+)
+def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps) -> Events:
+    dump = context.partition_key
+    source, problems = find_dump_source(dump, source_dump_dir(storage.source_root, dump))
+    with warehouse.connect(spill_dir(storage.output_root)) as con:
+        contract = Stopwatch()
+        outcomes = check_raw(con, dump, source.files, problems)
+        contract_seconds = contract.seconds()
+        yield from report(dump, "raw", outcomes)
+        histogram = con.execute(load_sql("score_histogram"), {"files": source.paths}).fetchall()
+    yield dg.MaterializeResult(
+        metadata={
+            "contract_seconds": contract_seconds,
+            "dagster/row_count": source.rows,
+            "files": len(source.files),
+            "bytes": dg.MetadataValue.int(source.bytes),
+            "folder": dg.MetadataValue.path(str(source.folder)),
+            "score_histogram": dg.MetadataValue.md(
+                table(["score from", "rows"], [(s if s is not None else "null", n) for s, n in histogram])
+            ),
+            "manifest": dg.MetadataValue.json(as_records(list(source.files))),
+        }
+    )

@@ -1,0 +1,116 @@
+"""`sampled`: every row's bucket and keep/drop decision by the sampler of record."""
+
+import time
+
+import dagster as dg
+
+from fw_assets.bucketing.checks import SAMPLED_CHECK_SPECS, Events, guard, report
+from fw_assets.bucketing.inputs import DumpSource, read_dump_source
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.steps import STEPS_SQL, selection_counts, write_selection
+from fw_assets.contracts import raw as raw_contract
+from fw_assets.contracts import selection as selection_contract
+from fw_assets.contracts.raw import check_raw
+from fw_assets.contracts.selection import check_selection
+from fw_assets.layout import selection_path, spill_dir
+from fw_assets.lib.manifest import as_records
+from fw_assets.lib.markdown import table
+from fw_assets.lib.progress import ProgressReporter, Stopwatch
+from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
+from fw_assets.policy import SEED_POLICY
+from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+
+# Everything that decides this asset's output, hashed with the policy into its code version.
+# It re-checks the raw contract when `raw` did not pass in the same run.
+SQL = (*STEPS_SQL, *selection_contract.CONTRACT_SQL, *raw_contract.CONTRACT_SQL)
+MODULES = (
+    "fw_assets.bucketing.steps",
+    *selection_contract.CONTRACT_MODULES,
+    *raw_contract.CONTRACT_MODULES,
+)
+
+
+@dg.asset(
+    **PER_DUMP,
+    deps=[raw],
+    **DUCKDB_STEP,
+    code_version=code_version(sql=SQL, modules=MODULES, policy=SEED_POLICY),
+    check_specs=SAMPLED_CHECK_SPECS,
+    description="Every row's bucket and keep/drop decision by the sampler of record "
+    "(md5 of seed, id and bucket bounds). Compact: no text. Published only when the source "
+    "still meets the raw contract and the selection meets its own.",
+)
+def sampled(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
+) -> Events:
+    source = read_dump_source(context.partition_key, storage.source_root)
+    started = time.monotonic()
+    with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
+        staged = staging.path / "selection.parquet"
+        reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
+        with warehouse.connect(spill_dir(storage.output_root)) as con:
+            raw_guard = Stopwatch()
+            raw_rechecked = not _raw_passed_in_this_run(context, source)
+            if raw_rechecked:
+                guard(source.dump, "raw", check_raw(con, source.dump, source.files, with_warnings=False))
+            raw_guard_seconds = raw_guard.seconds()
+            write_selection(con, source.paths, staged, SEED_POLICY, reporter)
+            counts = selection_counts(con, staged)
+            contract = Stopwatch()
+            outcomes = check_selection(con, staged, SEED_POLICY, source.rows)
+            contract_seconds = contract.seconds()
+        yield from report(source.dump, "sampled", outcomes)
+        staging.publish({selection_path(storage.output_root, source.dump): staged})
+    yield dg.MaterializeResult(
+        metadata={
+            **_selection_metadata(counts, time.monotonic() - started),
+            "raw_rechecked": raw_rechecked,
+            "raw_guard_seconds": raw_guard_seconds,
+            "contract_seconds": contract_seconds,
+        }
+    )
+
+
+def _raw_passed_in_this_run(context: dg.AssetExecutionContext, source: DumpSource) -> bool:
+    """Whether `raw` passed its contract on exactly these files earlier in this run.
+
+    `raw` is recorded only when its blocking checks pass, and its manifest names every file with
+    size and mtime. Otherwise (`raw` not in the run, or a file changed since) `sampled` re-checks
+    the source before publishing anything derived from it.
+    """
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=raw.key, asset_partitions=[source.dump]), limit=1
+    ).records
+    if not records or records[0].run_id != context.run.run_id:
+        return False
+    manifest = records[0].asset_materialization.metadata.get("manifest")
+    return manifest is not None and manifest.value == as_records(list(source.files))
+
+
+def _selection_metadata(per_bucket: dict[str | None, tuple[int, int]], seconds: float) -> dict:
+    rows_in = sum(rows for rows, _ in per_bucket.values())
+    kept = sum(k for _, k in per_bucket.values())
+    metadata = {
+        "dagster/row_count": kept,
+        "rows_in": rows_in,
+        "rows_kept": kept,
+        "seconds": round(seconds, 2),
+        "rows_per_second": round(rows_in / max(seconds, 1e-9)),
+        "policy": dg.MetadataValue.json(
+            {"seed": SEED_POLICY.seed, "buckets": [[b.low, str(b.high), b.rate] for b in SEED_POLICY.buckets]}
+        ),
+    }
+    rows = []
+    for bucket in [None] + [b.name for b in SEED_POLICY.buckets]:
+        bucket_in, bucket_kept = per_bucket.get(bucket, (0, 0))
+        share = bucket_kept / bucket_in if bucket_in else 0.0
+        label = bucket or "below 2.8"
+        rows.append((label, bucket_in, bucket_kept, f"{share:.2%}"))
+        if bucket:
+            metadata[f"rows_in_{bucket}"] = bucket_in
+            metadata[f"rows_kept_{bucket}"] = bucket_kept
+            metadata[f"kept_share_{bucket}"] = round(share, 4)
+    metadata["buckets"] = dg.MetadataValue.md(table(["bucket", "rows in", "kept", "kept share"], rows))
+    return metadata

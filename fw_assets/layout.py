@@ -1,0 +1,120 @@
+"""Every path fw_assets reads or writes. The published layout is the users' interface (Megatron's
+`--data-path` takes the token prefixes), so it is spelled here and nowhere else.
+
+    <source_root>/data/<dump>/*.parquet                    the FineWeb-Edu snapshot (read only)
+    <output_root>/selection/<dump>.parquet                 sampled: every row's decision
+    <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
+    <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
+    <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, cache/
+    <output_root>/.staging/                                staging folders, locks, DuckDB spill
+
+Nothing here touches the disk except `bucketed_files`, which lists what a dump published.
+"""
+
+from pathlib import Path
+
+from fw_assets.policy import SamplingPolicy
+
+
+def source_data_dir(source_root: Path) -> Path:
+    """The folder of a snapshot holding one folder per dump."""
+    return source_root / "data"
+
+
+def source_dump_dir(source_root: Path, dump: str) -> Path:
+    return source_data_dir(source_root) / dump
+
+
+def staging_root(output_root: Path) -> Path:
+    """Staging folders live on the outputs' filesystem, so publishing is a rename."""
+    return output_root / ".staging"
+
+
+def publish_locks_dir(output_root: Path) -> Path:
+    return staging_root(output_root) / "locks"
+
+
+def spill_dir(output_root: Path) -> Path:
+    """Where DuckDB spills when a step's data outgrows its memory limit."""
+    return staging_root(output_root) / "duckdb-spill"
+
+
+def selection_path(output_root: Path, dump: str) -> Path:
+    """The sampled stage's decision for every row of the dump (no text)."""
+    return output_root / "selection" / f"{dump}.parquet"
+
+
+def bucket_dump_dir(output_root: Path, bucket: str, dump: str) -> Path:
+    """The seed's published layout: `en/<bucket>/<dump>/`."""
+    return output_root / "en" / bucket / dump
+
+
+def bucket_dump_dirs(output_root: Path, dump: str, policy: SamplingPolicy) -> dict[str, Path]:
+    return {b.name: bucket_dump_dir(output_root, b.name, dump) for b in policy.buckets}
+
+
+def bucketed_files(output_root: Path, dump: str, policy: SamplingPolicy) -> dict[str, list[Path]]:
+    """The published parquet files of a dump, per bucket, in name order."""
+    return {
+        bucket: sorted(folder.glob("*.parquet"))
+        for bucket, folder in bucket_dump_dirs(output_root, dump, policy).items()
+    }
+
+
+def tokenized_root(output_root: Path) -> Path:
+    return output_root / "tokenized"
+
+
+def tokenizer_dir(output_root: Path, tokenizer_name: str) -> Path:
+    """Every token file one tokenizer wrote; the folder is named by the tokenizer's identity."""
+    return tokenized_root(output_root) / tokenizer_name
+
+
+def token_prefix(output_root: Path, tokenizer_name: str, bucket: str, dump: str) -> Path:
+    """The Megatron data prefix of one (tokenizer, bucket, dump): `.../<bucket>/<dump>`."""
+    return tokenizer_dir(output_root, tokenizer_name) / bucket / dump
+
+
+# Suffixes are appended, never swapped: prefixes like `CC-MAIN-2024-10` or `2.8/x` hold dots.
+def bin_path(prefix: Path) -> Path:
+    """`<prefix>.bin`: the tokens."""
+    return Path(f"{prefix}.bin")
+
+
+def idx_path(prefix: Path) -> Path:
+    """`<prefix>.idx`: Megatron's index of the tokens."""
+    return Path(f"{prefix}.idx")
+
+
+def docs_path(prefix: Path) -> Path:
+    """`<prefix>.docs.parquet`: document index -> source id."""
+    return Path(f"{prefix}.docs.parquet")
+
+
+def token_files(prefix: Path) -> list[Path]:
+    """The files of one token output, all published together: `.bin`, `.idx`, `.docs.parquet`."""
+    return [bin_path(prefix), idx_path(prefix), docs_path(prefix)]
+
+
+def shipped_recipes_dir() -> Path:
+    """The example mixture recipes that ship with fw_assets (`fw_assets/mixtures/*.yaml`)."""
+    return Path(__file__).parent / "mixtures"
+
+
+def mixture_dir(output_root: Path, recipe: str) -> Path:
+    """One recipe's outputs; also where training finds them, under the recipe's `data_root`."""
+    return output_root / "mixtures" / recipe
+
+
+def plan_path(output_root: Path, recipe: str) -> Path:
+    return mixture_dir(output_root, recipe) / "plan.json"
+
+
+def data_args_path(output_root: Path, recipe: str, stage: str) -> Path:
+    """A stage's `--data-args-path` file: `w1 prefix1 w2 prefix2 …`."""
+    return mixture_dir(output_root, recipe) / f"{stage}.data-args.txt"
+
+
+def mixture_cache_dir(output_root: Path, recipe: str) -> Path:
+    """`--data-cache-path`: Megatron's flat cache folder, shared by the recipe's stages."""
+    return mixture_dir(output_root, recipe) / "cache"

@@ -1,0 +1,194 @@
+"""The package's structure, read from its source: where each asset lives, what its code version
+covers, and which modules may import which. Each rule here is what the next stage copies."""
+
+import ast
+import importlib
+from functools import cache
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+import fw_assets
+from fw_assets.definitions import defs
+from fw_assets.lib.sql import sql_dir
+from fw_assets.lib.versions import code_version
+from fw_assets.policy import SEED_POLICY
+
+PACKAGE = Path(fw_assets.__file__).parent
+STATEMENTS = {path.stem for path in sql_dir().glob("*.sql")}
+
+# Layers, lowest first: a module imports only from its own layer or below. Stage folders (one per
+# pipeline stage) form the third layer; what is not listed (a new stage folder) is a stage too.
+FOUNDATION = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
+DAGSTER_PLUMBING = ("partitions", "resources", "jobs")
+ENTRY_POINTS = ("automation", "definitions", "demo")
+# Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
+WITHOUT_DAGSTER = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+@cache
+def tree(module: str) -> ast.Module:
+    return ast.parse(modules()[module].read_text())
+
+
+@cache
+def imports(module: str) -> frozenset[str]:
+    """The fw_assets modules `module` imports (anywhere in it), and whether it imports dagster."""
+    found = set()
+    for node in ast.walk(tree(module)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in modules() else node.module)
+    return frozenset(found)
+
+
+def internal_imports(module: str) -> set[str]:
+    return {name for name in imports(module) if name in modules() and name != module}
+
+
+def top(module: str) -> str:
+    """`fw_assets.bucketing.raw` -> `bucketing`; the package itself -> ``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer(module: str) -> int:
+    part = top(module)
+    if part in ("",) + FOUNDATION:
+        return 0
+    if part in DAGSTER_PLUMBING:
+        return 1
+    if part in ENTRY_POINTS:
+        return 3
+    return 2
+
+
+def statements_named(module: str) -> set[str]:
+    """The `sql/*.sql` statements a module runs: named in a call (`load_sql("x")`,
+    `fetch_tallies(con, "x", …)`), whatever the helper."""
+    return {
+        argument.value
+        for node in ast.walk(tree(module))
+        if isinstance(node, ast.Call)
+        for argument in node.args
+        if isinstance(argument, ast.Constant) and argument.value in STATEMENTS
+    }
+
+
+def asset_modules() -> dict[str, object]:
+    """Each asset of the definitions with the module that defines it."""
+    found = {}
+    for asset in defs.assets:
+        function = asset.op.compute_fn.decorated_fn
+        found[asset.key.to_user_string()] = importlib.import_module(function.__module__)
+    return found
+
+
+def test_every_asset_lives_in_a_stage_module_named_after_it():
+    for name, module in asset_modules().items():
+        stage = top(module.__name__)
+        assert module.__name__ == f"fw_assets.{stage}.{name}", f"asset {name} is in {module.__name__}"
+        assert layer(module.__name__) == 2
+
+
+@pytest.mark.parametrize("asset", sorted(asset_modules()))
+def test_an_assets_code_version_covers_every_statement_its_code_runs(asset):
+    """Each statement named by the asset module or a module it declares is declared, and every
+    fw_assets module they import that names a statement is declared as well (an upstream asset's
+    module has a code version of its own)."""
+    module = asset_modules()[asset]
+    upstream = {m.__name__ for m in asset_modules().values()}
+    declared_sql, declared_modules = set(module.SQL), set(module.MODULES)
+    hashed = {module.__name__, *declared_modules}
+    for name in hashed:
+        missing = statements_named(name) - declared_sql
+        assert not missing, f"{asset}: {name} runs {sorted(missing)}, not in its SQL"
+        for imported in internal_imports(name):
+            if statements_named(imported) and imported not in upstream:
+                assert imported in declared_modules, f"{asset}: {name} imports {imported}"
+    assert declared_sql <= STATEMENTS
+
+
+@pytest.mark.parametrize("asset", sorted(asset_modules()))
+def test_an_assets_code_version_is_the_hash_of_its_declarations(asset):
+    module = asset_modules()[asset]
+    (version,) = defs.resolve_assets_def(asset).code_versions_by_key.values()
+    assert version in (
+        code_version(sql=module.SQL, modules=module.MODULES),
+        code_version(sql=module.SQL, modules=module.MODULES, policy=SEED_POLICY),
+    )
+
+
+def test_every_statement_is_in_some_assets_code_version():
+    declared = set().union(*(module.SQL for module in asset_modules().values()))
+    assert declared == STATEMENTS
+
+
+def test_a_changed_statement_or_module_changes_the_code_version(monkeypatch):
+    before = code_version(sql=["select_sample"], modules=["fw_assets.policy"])
+    monkeypatch.setattr("fw_assets.lib.versions.load_sql", lambda name: "SELECT 1")
+    assert code_version(sql=["select_sample"], modules=["fw_assets.policy"]) != before
+    monkeypatch.undo()
+    monkeypatch.setattr("fw_assets.lib.versions.module_source", lambda name: b"")
+    assert code_version(sql=["select_sample"], modules=["fw_assets.policy"]) != before
+
+
+def test_the_import_graph_has_no_cycles():
+    graph = {module: internal_imports(module) for module in modules()}
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as error:
+        pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [
+        f"{module} imports {imported}"
+        for module in modules()
+        for imported in internal_imports(module)
+        if layer(imported) > layer(module)
+    ]
+    assert not upward
+
+
+def test_stages_import_another_stage_only_for_an_upstream_asset():
+    """A module of one stage imports a module of another only when that module defines an asset
+    the importing module's asset depends on (tokenized -> bucketing.bucketed)."""
+    assets = asset_modules()
+    deps = {
+        module.__name__: {key.to_user_string() for key in defs.resolve_assets_def(name).dependency_keys}
+        for name, module in assets.items()
+    }
+    crossing = [
+        f"{module} imports {imported}"
+        for module in modules()
+        if layer(module) == 2
+        for imported in internal_imports(module)
+        if layer(imported) == 2 and top(imported) != top(module)
+        and imported.rsplit(".", 1)[-1] not in deps.get(module, set())
+    ]
+    assert not crossing
+
+
+def test_plain_modules_do_not_import_dagster():
+    with_dagster = [
+        module
+        for module in modules()
+        if (top(module) in WITHOUT_DAGSTER or module.endswith(".steps"))
+        and any(name == "dagster" or name.startswith("dagster.") for name in imports(module))
+    ]
+    assert not with_dagster
