@@ -20,7 +20,7 @@ from fw_assets.tokenizing.resources import TokenizerResource
 
 defs = dg.Definitions(
     assets=[raw, sampled, bucketed, tokenized],
-    # A dump's run is a chain whose every step already uses all cores (DuckDB threads, the
+    # A dump's run is a chain whose every step already uses all usable cores (DuckDB threads, the
     # tokenizer's process pool): a process per step would only add a Python + Dagster start per
     # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.
     executor=dg.in_process_executor,

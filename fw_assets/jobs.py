@@ -1,7 +1,8 @@
 """The one job users run per dump: every asset of the `fineweb_edu` group, one run per partition.
 
-The group's assets share the dump partitions and `BackfillPolicy.multi_run(1)`, so the job is
-partitioned by dump and a backfill of N dumps is N runs, each holding the whole chain.
+The group's assets share the dump partitions and Dagster's default backfill policy (partitions.py),
+so the job is partitioned by dump, a run of it (the `new_dumps` sensor's, or the launchpad's) is one
+dump tagged `dagster/partition`, and a UI backfill of N dumps is N runs, each holding the whole chain.
 """
 
 import dagster as dg

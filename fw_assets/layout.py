@@ -6,7 +6,8 @@
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
     <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, cache/
-    <output_root>/.staging/                                staging folders, locks, DuckDB spill
+    <output_root>/published/<name>.json                    each output's generation record
+    <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
 Nothing here touches the disk except `bucketed_files`, which lists what a dump published.
 """
@@ -34,6 +35,31 @@ def publish_locks_dir(output_root: Path) -> Path:
     return staging_root(output_root) / "locks"
 
 
+def machine_slots_dir(output_root: Path, host: str) -> Path:
+    """The lock files of one machine's slots for heavy steps (fw_assets.lib.slots)."""
+    return staging_root(output_root) / "slots" / host
+
+
+def generation_record_path(output_root: Path, name: str) -> Path:
+    """The generation record of publication `name` (e.g. `published/bucketed-CC-MAIN-2013-20.json`)."""
+    return output_root / "published" / f"{name}.json"
+
+
+def sampled_publication(dump: str) -> str:
+    """The name sampled publishes a dump under (locks, staging, generation record)."""
+    return f"sampled-{dump}"
+
+
+def bucketed_publication(dump: str) -> str:
+    """The name bucketed publishes a dump under (locks, staging, generation record)."""
+    return f"bucketed-{dump}"
+
+
+def tokenized_publication(tokenizer_name: str, dump: str) -> str:
+    """The name tokenized publishes a dump's token files of one tokenizer under."""
+    return f"tokenized-{tokenizer_name}-{dump}"
+
+
 def spill_dir(output_root: Path) -> Path:
     """Where DuckDB spills when a step's data outgrows its memory limit."""
     return staging_root(output_root) / "duckdb-spill"
@@ -58,6 +84,15 @@ def bucketed_files(output_root: Path, dump: str, policy: SamplingPolicy) -> dict
     return {
         bucket: sorted(folder.glob("*.parquet"))
         for bucket, folder in bucket_dump_dirs(output_root, dump, policy).items()
+    }
+
+
+def recorded_bucket_files(output_root: Path, record: dict) -> dict[str, tuple[int, list[Path]]]:
+    """Each bucket's rows and published files, as a generation record of bucketed says (a bucket
+    without rows is listed with 0: empty, not missing)."""
+    return {
+        bucket: (entry["rows"], [output_root / f for f in entry["files"]])
+        for bucket, entry in record["contents"]["buckets"].items()
     }
 
 

@@ -45,10 +45,9 @@ def build_dump_partitions(source_root: Path) -> dg.StaticPartitionsDefinition:
 
 dump_partitions = build_dump_partitions(settings.source_dir())
 
-# What every per-dump asset shares: the dump partitions, one run per dump holding the whole chain
-# (jobs.py), and the group that job selects.
-PER_DUMP = dict(
-    partitions_def=dump_partitions,
-    backfill_policy=dg.BackfillPolicy.multi_run(1),
-    group_name="fineweb_edu",
-)
+# What every per-dump asset shares: the dump partitions and the group `dump_chain` selects. No
+# backfill policy: with Dagster's default, a backfill launches one run per dump tagged
+# `dagster/partition`, holding every asset that shares these partitions (the whole chain). That tag
+# is what gives each check result its dump; `multi_run(1)` tags a partition range instead, and the
+# checks' results were stored without a dump and shown on another dump's materialization.
+PER_DUMP = dict(partitions_def=dump_partitions, group_name="fineweb_edu")

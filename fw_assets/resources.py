@@ -12,6 +12,7 @@ import duckdb
 from pydantic import Field
 
 from fw_assets import settings
+from fw_assets.lib.cores import usable_cores
 
 
 class FineWebStorage(dg.ConfigurableResource):
@@ -52,19 +53,30 @@ def default_memory_limit() -> str:
     return f"{default_memory_limit_bytes() // 2**20}MiB"
 
 
-# An asset whose step runs DuckDB on every core: its steps share the `duckdb` pool, which
-# dagster.yaml limits to one step at a time across runs.
-DUCKDB_STEP = dict(pool="duckdb", kinds={"duckdb", "parquet"})
+# An asset whose step runs DuckDB on every core. It holds this machine's `duckdb` slot while it
+# works (fw_assets.run_health.heavy_step), not a Dagster pool slot that a killed run would keep.
+DUCKDB_STEP = dict(kinds={"duckdb", "parquet"})
 
 
 class DuckDBSteps(dg.ConfigurableResource):
     """One in-memory DuckDB connection per step, always closed; nothing shared between runs."""
 
-    threads: int = Field(default=0, description="Worker threads; 0 means one per core.")
+    threads: int = Field(
+        default=0,
+        description="Worker threads; 0 means one per core this process may use (its CPU affinity "
+        "and cgroup CPU quota, not the machine's count).",
+    )
     memory_limit: str = Field(default="", description="e.g. '6GiB'; empty means a quarter of RAM.")
     temp_directory: str = Field(
         default="", description="Spill folder; empty means <output_dir>/.staging/duckdb-spill."
     )
+
+    def thread_count(self) -> int:
+        return self.threads or usable_cores()
+
+    def cores_metadata(self) -> dict[str, int]:
+        """For a step's metadata: the DuckDB threads it ran and the cores the process may use."""
+        return {"threads": self.thread_count(), "usable_cores": usable_cores()}
 
     @contextmanager
     def connect(self, spill_root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -75,7 +87,7 @@ class DuckDBSteps(dg.ConfigurableResource):
         con = duckdb.connect(
             ":memory:",
             config={
-                "threads": self.threads or os.cpu_count() or 1,
+                "threads": self.thread_count(),
                 "memory_limit": self.memory_limit or default_memory_limit(),
                 "temp_directory": str(spill_dir),
                 "preserve_insertion_order": False,

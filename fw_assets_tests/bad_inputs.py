@@ -71,3 +71,31 @@ def corrupt_column(path: Path, column: str, row_group: int = 0) -> None:
 def write_empty_like(path: Path, template: Path) -> None:
     """A zero-row parquet file with the template file's schema."""
     pq.write_table(pq.read_schema(template).empty_table(), path)
+
+
+def dangle(path: Path) -> None:
+    """Replace the file with a link to a blob that is not there, as a Hugging Face cache whose
+    download of that blob never finished leaves it."""
+    path.unlink()
+    path.symlink_to(path.parent / "../../blobs/0123456789abcdef0123456789abcdef01234567")
+
+
+def apple_double_beside(path: Path) -> Path:
+    """The `._<name>` file macOS writes beside a file copied onto a foreign disk (not parquet)."""
+    twin = path.with_name(f"._{path.name}")
+    twin.write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + bytes(4000))
+    return twin
+
+
+def with_latin1_texts(rows: list[int]) -> Callable[[pa.Table], pa.Table]:
+    """A change that stores the text of these rows as Latin-1 bytes (not UTF-8), as a re-export by
+    a tool that never checks encodings does."""
+
+    def change(table: pa.Table) -> pa.Table:
+        cells = [None if t is None else t.encode() for t in table.column("text").to_pylist()]
+        for row in rows:
+            cells[row] = "Café crème, déjà vu: ".encode("latin-1") + cells[row]
+        texts = pa.array(cells, pa.binary()).view(pa.string())  # arrow takes the bytes unchecked
+        return table.set_column(table.schema.get_field_index("text"), "text", texts)
+
+    return change

@@ -456,10 +456,25 @@ class HeadlessChromium:
 
     def text(self) -> str:
         """What a user reads on the page (the body's rendered text)."""
-        result = self.command(
-            "Runtime.evaluate", expression="document.body ? document.body.innerText : ''", returnByValue=True
-        )
-        return result["result"].get("value", "")
+        return self.evaluate("document.body ? document.body.innerText : ''") or ""
+
+    def evaluate(self, expression: str) -> Any:
+        return self.command("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def click(self, what: str, selector: str, text: str | None = None, timeout: float = 60) -> None:
+        """Click (as a user would) the first element matching `selector` (whose text is `text`, if
+        given), waiting until the page shows one."""
+        expression = f"""(() => {{
+            const found = [...document.querySelectorAll({json.dumps(selector)})]
+                .find(element => {json.dumps(text)} === null || element.textContent.trim() === {json.dumps(text)});
+            if (found) found.click();
+            return Boolean(found);
+        }})()"""
+        wait_for(f"{what} to click", lambda: self.evaluate(expression), timeout, 0.5)
+
+    def links(self) -> list[str]:
+        """The address of every link on the page."""
+        return self.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)")
 
     def wait_for_text(
         self, what: str, expected: list[str], absent: tuple[str, ...] = (), timeout: float = 60

@@ -1,6 +1,7 @@
 """Shared test helpers: run the chain on real files and read what it published."""
 
 import hashlib
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +11,7 @@ import pyarrow.parquet as pq
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.layout import generation_record_path
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed]
@@ -53,3 +55,12 @@ def published_tree(output_root: Path) -> dict[str, str]:
         for p in sorted(output_root.rglob("*"))
         if p.is_file() and ".staging" not in p.relative_to(output_root).parts
     }
+
+
+def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
+    """After a test edits a published file: make the generation record agree with its new size,
+    as damage that no size check sees would."""
+    record_file = generation_record_path(output_root, publication)
+    record = json.loads(record_file.read_text())
+    record["files"][str(published.relative_to(output_root))] = published.stat().st_size
+    record_file.write_text(json.dumps(record))

@@ -17,13 +17,13 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.sampled import sampled
-from fw_assets.layout import bucketed_files, selection_path
+from fw_assets.layout import bucketed_files, sampled_publication, selection_path
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.contract_cases import DUMP, FIRST, OTHER_DUMP, ROWS, SECOND
-from fw_assets_tests.helpers import materialize_dump, published_tree
+from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size
 
 
 @dataclass
@@ -191,15 +191,60 @@ def test_empty_dump_folder_is_refused(workspace, emptied):
     assert_refused(workspace, run, "raw", "schema", expected)
 
 
+@pytest.mark.parametrize("assets", [None, [sampled, bucketed]], ids=["with raw", "without raw"])
+def test_a_missing_shard_is_refused_naming_it_whoever_starts_the_run(workspace, assets):
+    (workspace.source / "data" / DUMP / SECOND).unlink()
+    run = workspace.run(assets=assets)
+    expected = f"1 of 2 shards missing ({SECOND})"
+    if assets is None:
+        assert_refused(workspace, run, "raw", "schema", expected)
+    else:
+        assert not run.result.success and expected in run.failure("sampled")
+        assert published_tree(workspace.output) == workspace.published_before
+
+
+def test_a_link_to_a_missing_blob_is_refused_naming_the_file(workspace):
+    bad.dangle(workspace.file(SECOND))
+    run = workspace.run()
+    assert_refused(workspace, run, "raw", "schema", f"file {SECOND}", "which does not exist")
+
+
+@pytest.mark.parametrize("assets", [None, [sampled, bucketed]], ids=["with raw", "without raw"])
+def test_text_that_is_not_utf8_is_refused_by_raw_naming_file_rows_and_check(workspace, assets):
+    bad.rewrite(workspace.file(SECOND), bad.with_latin1_texts([4, 9]))
+    run = workspace.run(assets=assets)
+    first, second = ids_at(workspace.file(SECOND), [4, 9])
+    phrases = (
+        f"file {SECOND}, column text: 2 rows whose text is not valid UTF-8", f"{first} (row 4)",
+        f"{second} (row 9)",
+    )
+    if assets is None:
+        assert_refused(workspace, run, "raw", "key_columns", *phrases)
+        assert run.check("raw", "key_columns").metadata["text_not_utf8"].value == 2
+    else:
+        message = run.failure("sampled")
+        assert "failed the raw contract" in message and all(p in message for p in phrases)
+        assert published_tree(workspace.output) == workspace.published_before
+
+
+def test_macos_appledouble_files_are_ignored_and_named(workspace):
+    twin = bad.apple_double_beside(workspace.file(FIRST))
+    run = workspace.run()
+    assert_accepted(run)
+    (record,) = run.result.asset_materializations_for_node("raw")
+    assert record.metadata["ignored_files"].value == twin.name
+
+
 def test_zero_row_file_is_accepted_and_changes_nothing(workspace):
     rows_before = workspace.bucket_rows()
-    bad.write_empty_like(workspace.file("train-00002-of-00002.parquet"), workspace.file(FIRST))
+    # named outside the train-*-of-00002 set: a third shard of two would be refused
+    bad.write_empty_like(workspace.file("extra-00000.parquet"), workspace.file(FIRST))
     run = workspace.run()
     assert_accepted(run)
     schema = run.check("raw", "schema")
     assert schema.passed
     assert schema.metadata["empty_files"].value == 1
-    assert schema.metadata["empty_file_names"].value == "train-00002-of-00002.parquet"
+    assert schema.metadata["empty_file_names"].value == "extra-00000.parquet"
     assert workspace.bucket_rows() == rows_before
 
 
@@ -215,20 +260,13 @@ def test_truncated_or_corrupt_file_is_refused_naming_it(workspace, damage):
     assert_refused(workspace, run, "raw", check, f"file {SECOND}", phrase, "re-download it")
 
 
-def test_corrupt_text_page_is_refused_by_bucketed_naming_the_file(workspace):
-    """raw reads only key columns and a few text row groups; the text is read in full by bucketed."""
+def test_corrupt_text_page_is_refused_by_raw_naming_the_file(workspace):
+    """raw decodes every text (to refuse texts that are not UTF-8), so a damaged text page stops
+    the dump at raw, before anything downstream runs."""
     bad.corrupt_column(workspace.file(SECOND), "text")
     run = workspace.run()
-    assert run.materialized("raw") and run.materialized("sampled")
-    warning = run.check("raw", "text_sample")
-    assert not warning.passed and f"file {SECOND}" in warning.metadata["problems"].value[0]
-    message = run.failure("bucketed")
-    assert f"Dump {DUMP} failed the bucketed contract; nothing was published" in message
-    assert f"file {SECOND}: cannot be read" in message and FIRST not in message
-    assert not run.materialized("bucketed")
-    # sampled passed and republished its selection; every bucket file is exactly as before
-    buckets = {p: h for p, h in published_tree(workspace.output).items() if p.startswith("en/")}
-    assert buckets == {p: h for p, h in workspace.published_before.items() if p.startswith("en/")}
+    assert_refused(workspace, run, "raw", "key_columns", f"file {SECOND}: cannot be read", "re-download it")
+    assert FIRST not in run.failure("raw")
 
 
 def test_dump_column_disagreeing_with_its_folder_is_refused(workspace):
@@ -324,6 +362,16 @@ def test_null_text_is_found_in_every_row_with_or_without_footer_statistics(works
     assert scanned == 1  # only the file that has (or may have) nulls is read
 
 
+@pytest.mark.parametrize("width", [pa.int8(), pa.int32(), pa.uint16()])
+def test_int_score_of_any_integer_width_is_accepted(workspace, width):
+    rows_before = workspace.bucket_rows()
+    bad.rewrite(workspace.file(FIRST), bad.with_values("int_score", {}, type=width))
+    run = workspace.run()
+    assert_accepted(run)
+    assert run.check("raw", "int_score").passed
+    assert workspace.bucket_rows() == rows_before
+
+
 def test_inconsistent_int_score_only_warns_and_publishes(workspace):
     bad.rewrite(workspace.file(FIRST), bad.with_values("int_score", {0: 5, 1: -1, 2: None}))
     run = workspace.run()
@@ -382,6 +430,7 @@ def test_bucketed_refuses_output_that_breaks_its_contract_and_keeps_the_publishe
     moved = [f.replace(str(good_dump[0]), str(workspace.source)) for f in table["source_file"].to_pylist()]
     table = bad.with_values("source_file", dict(enumerate(moved)))(table)
     pq.write_table(bad.with_values("bucket", {row: "4.0"})(table), path)
+    rerecord_size(workspace.output, sampled_publication(DUMP), path)
     workspace.published_before = published_tree(workspace.output)
 
     run = workspace.run(assets=[bucketed])
@@ -416,6 +465,13 @@ def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
     for key in keys:
         assert status[(key.asset_key.to_user_string(), key.name, DUMP)] == AssetCheckExecutionRecordStatus.SUCCEEDED
     assert status[("raw", "key_columns", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.FAILED
+    # each result is of its dump and points at the materialization its own run made of that dump
+    for evaluation in good.result.get_asset_check_evaluations():
+        assert evaluation.partition == DUMP
+        assert evaluation.target_materialization_data.run_id == good.result.run_id, evaluation.asset_check_key
+    # a refused dump's results still name it; it has no materialization for them to point at
+    for evaluation in refused.result.get_asset_check_evaluations():
+        assert evaluation.partition == OTHER_DUMP and evaluation.target_materialization_data is None
     # the refused dump's later checks were planned, never evaluated: its sampled step never ran
     assert status[("sampled", "sampling_ratio", OTHER_DUMP)] == AssetCheckExecutionRecordStatus.PLANNED
     assert not refused.result.success

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.layout import selection_path
+from fw_assets.lib.cores import usable_cores
 from fw_assets.policy import SEED_POLICY
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree, read_source
@@ -83,6 +84,14 @@ def test_bucket_counts_equal_the_selection_and_the_metadata(published, dump):
         assert bucketed_meta[f"rows_{bucket}"].value == rows
         assert sampled_meta[f"rows_kept_{bucket}"].value == rows
     assert bucketed_meta["dagster/row_count"].value == sum(written.values())
+
+
+def test_every_duckdb_step_records_its_threads_and_the_usable_cores(published):
+    _, results = published
+    for asset in ("raw", "sampled", "bucketed"):
+        meta = results[SAMPLE_DUMPS[0]].asset_materializations_for_node(asset)[0].metadata
+        assert meta["threads"].value == 2, asset  # as the tests' DuckDBSteps(threads=2) says
+        assert meta["usable_cores"].value == usable_cores(), asset
 
 
 def test_raw_records_a_manifest_from_parquet_footers(published, sample_source):

@@ -1,71 +1,239 @@
-"""Publish by rename: a killed run never costs the previous output, and never shows half a new one."""
+"""Publish by rename, all or nothing: after a failure or a kill -9 at any rename, the published tree
+is exactly the previous generation or exactly the new one, and readers never see anything else."""
 
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from fw_assets.lib.publish import JOURNAL, Staging, recover, staged_publication
+from fw_assets.layout import generation_record_path as record_path
+from fw_assets.lib.publish import (
+    JOURNAL,
+    PublishedOutputChanged,
+    PublishError,
+    published_generation,
+    recover_dump,
+    staged_publication,
+)
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree
 
+DUMP = "CC-MAIN-2013-20"
+NAME = f"bucketed-{DUMP}"
 
-def _folder_with(path, name, text):
+
+def _folder_with(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True)
-    (path / name).write_text(text)
+    for name, text in files.items():
+        (path / name).write_text(text)
     return path
 
 
-def test_publish_replaces_whole_targets_and_removes_those_mapped_to_none(tmp_path):
-    old_a = _folder_with(tmp_path / "en/2.8/D", "old.parquet", "old a")
-    _folder_with(tmp_path / "en/3.0/D", "old.parquet", "old b")
-    with staged_publication(tmp_path, "bucketed-D") as staging:
-        new_a = _folder_with(staging.path / "a", "new.parquet", "new a")
-        staging.publish({old_a: new_a, tmp_path / "en/3.0/D": None})
-    assert [p.name for p in (tmp_path / "en/2.8/D").iterdir()] == ["new.parquet"]
-    assert not (tmp_path / "en/3.0/D").exists()
-    assert not list((tmp_path / ".staging").glob("bucketed-D.*"))
+def publish_generation(root: Path, label: str, buckets: dict[str, int]) -> None:
+    """Publish `en/<bucket>/D/` for each bucket with files, removing the buckets given 0 files,
+    plus `selection/D.parquet`; every file's text names the generation."""
+    with staged_publication(root, NAME, DUMP) as staging:
+        moves = {}
+        for bucket, files in buckets.items():
+            staged = staging.path / bucket
+            contents = {f"part-{i}.parquet": f"{label} {bucket} {i}" for i in range(files)}
+            moves[root / "en" / bucket / DUMP] = _folder_with(staged, contents) if files else None
+        (staging.path / "selection.parquet").write_text(f"{label} selection")
+        moves[root / "selection" / f"{DUMP}.parquet"] = staging.path / "selection.parquet"
+        staging.publish(moves, {"label": label})
+
+
+# The new generation replaces two buckets, removes one, adds one and replaces a file.
+OLD = {"2.8": 2, "3.0": 1, "3.5": 1, "4.0": 0}
+NEW = {"2.8": 1, "3.0": 3, "3.5": 0, "4.0": 2}
+
+
+@pytest.fixture(scope="module")
+def generations(tmp_path_factory) -> tuple[dict, dict, int]:
+    """The published trees of the old and the new generation, and how many renames publishing
+    the new one takes (journal, moves aside, moves into place, generation record)."""
+    root = tmp_path_factory.mktemp("generations")
+    publish_generation(root, "old", OLD)
+    old = published_tree(root)
+    renames = []
+    real_rename = os.rename
+    os.rename = lambda *a: (renames.append(a), real_rename(*a))  # noqa: E731 (counting only)
+    try:
+        publish_generation(root, "new", NEW)
+    finally:
+        os.rename = real_rename
+    return old, published_tree(root), len(renames)
+
+
+def without_record(tree: dict) -> dict:
+    return {path: digest for path, digest in tree.items() if not path.startswith("published/")}
+
+
+def is_generation(root: Path, tree: dict, label: str) -> bool:
+    """The published tree is exactly `tree` (the files of that generation) and its record says `label`.
+    Records differ between roots only in their generation id and time."""
+    record = json.loads(record_path(root, NAME).read_text())
+    return without_record(published_tree(root)) == without_record(tree) and record["contents"] == {
+        "label": label
+    }
+
+
+def test_publish_replaces_whole_targets_removes_those_mapped_to_none_and_records_the_files(tmp_path):
+    publish_generation(tmp_path, "old", OLD)
+    publish_generation(tmp_path, "new", NEW)
+    assert sorted(p.name for p in (tmp_path / "en/3.0" / DUMP).iterdir()) == [
+        "part-0.parquet", "part-1.parquet", "part-2.parquet"
+    ]
+    assert not (tmp_path / "en/3.5" / DUMP).exists()
+    record = json.loads(record_path(tmp_path, NAME).read_text())
+    assert record["contents"] == {"label": "new"} and record["dump"] == DUMP
+    assert set(record["files"]) == set(without_record(published_tree(tmp_path)))
+    assert not list((tmp_path / ".staging").glob(f"{NAME}.*"))
 
 
 def test_a_run_failing_before_publish_leaves_the_previous_output(tmp_path):
-    _folder_with(tmp_path / "en/2.8/D", "old.parquet", "old")
-    with pytest.raises(RuntimeError), staged_publication(tmp_path, "bucketed-D") as staging:
-        _folder_with(staging.path / "a", "half.parquet", "half")
+    publish_generation(tmp_path, "old", OLD)
+    before = published_tree(tmp_path)
+    with pytest.raises(RuntimeError), staged_publication(tmp_path, NAME, DUMP) as staging:
+        _folder_with(staging.path / "a", {"half.parquet": "half"})
         raise RuntimeError("contract failed")
-    assert [p.name for p in (tmp_path / "en/2.8/D").iterdir()] == ["old.parquet"]
-    assert not list((tmp_path / ".staging").glob("bucketed-D.*"))
+    assert published_tree(tmp_path) == before
+    assert not list((tmp_path / ".staging").glob(f"{NAME}.*"))
 
 
-def test_a_publication_killed_between_renames_is_rolled_forward_by_the_next_run(tmp_path):
-    targets = [tmp_path / f"en/{b}/D" for b in ("2.8", "3.0")]
-    for target in targets:
-        _folder_with(target, "old.parquet", "old")
-    staging = Staging(tmp_path, "bucketed-D")
-    staged = [_folder_with(staging.path / b, "new.parquet", "new") for b in ("a", "b")]
-    (staging.path / JOURNAL).write_text(
-        json.dumps([{"target": str(t), "staged": str(s)} for t, s in zip(targets, staged)])
-    )
-    # the killed run had moved the first bucket only
-    os.rename(targets[0], staging.path / "moved-aside")
-    os.rename(staged[0], targets[0])
+def test_an_exception_at_any_rename_puts_back_every_rename_already_done(tmp_path, generations):
+    old, new, renames = generations
+    real_rename = os.rename
+    for failing in range(renames):
+        root = tmp_path / str(failing)
+        publish_generation(root, "old", OLD)
+        calls = []
 
-    recover(tmp_path, "bucketed-D")
-    for target in targets:
-        assert [p.read_text() for p in target.iterdir()] == ["new"]
-    assert not staging.path.exists()
+        def rename_failing_once(src, dst, failing=failing):
+            calls.append(src)
+            if len(calls) == failing + 1:
+                raise PermissionError(13, "Permission denied", str(src), None, str(dst))
+            real_rename(src, dst)
+
+        os.rename = rename_failing_once
+        try:
+            with pytest.raises((PublishError, PermissionError)) as raised:
+                publish_generation(root, "new", NEW)
+        finally:
+            os.rename = real_rename
+        assert is_generation(root, old, "old"), f"a failure at rename {failing} mixed generations"
+        assert not list((root / ".staging").glob(f"*/{JOURNAL}")), "nothing is left to recover"
+        if isinstance(raised.value, PublishError):  # failed while moving, not writing the journal
+            assert "previous output is published unchanged" in str(raised.value)
+            assert str(calls[failing]) in str(raised.value), "the message names the path"
 
 
-def test_recover_leaves_other_dumps_staging_alone(tmp_path):
-    mine = Staging(tmp_path, "bucketed-CC-MAIN-2013-20")
-    other = Staging(tmp_path, "bucketed-CC-MAIN-2013-48")
-    recover(tmp_path, "bucketed-CC-MAIN-2013-20")
-    assert not mine.path.exists()
-    assert other.path.exists()
+# A child process publishes the new generation and SIGKILLs itself right after rename k.
+KILLED_PUBLISHER = """
+import os, signal, sys
+from pathlib import Path
+from fw_assets_tests.test_publish import NEW, publish_generation
+real_rename, after = os.rename, int(sys.argv[2])
+calls = []
+def rename_then_die(src, dst):
+    real_rename(src, dst)
+    calls.append(src)
+    if len(calls) == after + 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+publish_generation(Path(sys.argv[1]), "new", NEW)
+"""
+
+
+def kill_publisher_after_rename(root: Path, rename: int) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.run([sys.executable, "-c", KILLED_PUBLISHER, str(root), str(rename)], env=env)
+    assert child.returncode == -signal.SIGKILL, "the publisher was killed mid-publish"
+
+
+@pytest.mark.e2e
+def test_a_kill_at_any_rename_is_rolled_back_by_the_next_reader(tmp_path, generations):
+    old, new, renames = generations
+    for rename in range(renames):
+        root = tmp_path / str(rename)
+        publish_generation(root, "old", OLD)
+        kill_publisher_after_rename(root, rename)
+        with published_generation(root, NAME, DUMP) as record:
+            assert record["contents"] == {"label": "old"}
+            assert is_generation(root, old, "old"), f"killed after rename {rename}: not the old tree"
+        assert not list((root / ".staging").glob(f"*/{JOURNAL}"))
+        publish_generation(root, "new", NEW)  # and the next writer publishes whole
+        assert is_generation(root, new, "new")
+
+
+@pytest.mark.e2e
+def test_a_kill_mid_publish_is_rolled_back_by_the_next_run_of_another_output_of_the_dump(
+    tmp_path, generations
+):
+    old, _, renames = generations
+    publish_generation(tmp_path, "old", OLD)
+    kill_publisher_after_rename(tmp_path, renames // 2)
+    assert without_record(published_tree(tmp_path)) != without_record(old), "precondition: mixed"
+    with staged_publication(tmp_path, f"tokenized-x-{DUMP}", DUMP):
+        assert is_generation(tmp_path, old, "old")
+    assert recover_dump(tmp_path, DUMP) == []
+
+
+def test_recover_leaves_other_dumps_publications_alone(tmp_path):
+    other = tmp_path / "other"
+    publish_generation(other, "old", OLD)
+    journal = {"name": NAME, "dump": DUMP, "moves": []}
+    staged = other / ".staging" / f"{NAME}.0123456789ab"
+    _folder_with(staged, {JOURNAL: json.dumps(journal)})
+    assert recover_dump(other, "CC-MAIN-2013-48") == []
+    assert (staged / JOURNAL).exists()
+    assert recover_dump(other, DUMP) == [NAME]
+
+
+def test_a_reader_waits_for_a_publication_in_progress_and_sees_only_the_new_generation(
+    tmp_path, generations
+):
+    _, new, _ = generations
+    publish_generation(tmp_path, "old", OLD)
+    real_rename, started = os.rename, threading.Event()
+
+    def slow_rename(src, dst):
+        if ".staging" not in Path(dst).parts:  # moving into the published tree
+            started.set()
+        time.sleep(0.05)
+        real_rename(src, dst)
+
+    os.rename = slow_rename
+    try:
+        writer = threading.Thread(target=publish_generation, args=(tmp_path, "new", NEW))
+        writer.start()
+        started.wait(5)
+        with published_generation(tmp_path, NAME, DUMP) as record:
+            assert record["contents"] == {"label": "new"}
+            assert is_generation(tmp_path, new, "new")
+        writer.join()
+    finally:
+        os.rename = real_rename
+
+
+def test_a_reader_refuses_a_published_file_changed_outside_the_pipeline(tmp_path):
+    publish_generation(tmp_path, "old", OLD)
+    (tmp_path / "en/2.8" / DUMP / "part-1.parquet").unlink()
+    with pytest.raises(PublishedOutputChanged, match=f"en/2.8/{DUMP}/part-1.parquet is missing"):
+        with published_generation(tmp_path, NAME, DUMP):
+            pass
+
+
+def test_a_never_published_output_reads_as_none(tmp_path):
+    with published_generation(tmp_path, NAME, DUMP) as record:
+        assert record is None
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:

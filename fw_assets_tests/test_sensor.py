@@ -13,6 +13,7 @@ from fw_assets.automation.sensors import FINGERPRINT_TAG, new_dumps
 from fw_assets.definitions import defs
 from fw_assets.resources import FineWebStorage
 from fw_assets.synthetic import write_sample_dump
+from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.helpers import resources
 
 DUMP = "CC-MAIN-2013-20"
@@ -180,3 +181,27 @@ def test_the_sensor_is_on_by_default_and_targets_the_dump_chain():
     sensor = defs.resolve_sensor_def("new_dumps")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert sensor.job_name == "dump_chain"
+
+
+def test_two_complete_dumps_are_two_runs_each_of_the_whole_chain(instance, source):
+    write_dump(source, DUMP)
+    write_dump(source, OTHER_DUMP)
+    result = tick(instance, source)
+    assert sorted(requested_dumps(result)) == [DUMP, OTHER_DUMP]
+    job = defs.resolve_job_def("dump_chain")
+    assert job.partitions_def == defs.resolve_assets_def("raw").partitions_def
+    assert set(job.asset_layer.executable_asset_keys) == {asset.key for asset in defs.assets}
+
+
+def test_an_appledouble_file_does_not_hold_a_dump_back(instance, source):
+    (first, _) = write_dump(source)
+    bad.apple_double_beside(first)
+    assert requested_dumps(tick(instance, source)) == [DUMP]
+
+
+def test_a_link_to_a_missing_blob_holds_the_dump_back_and_is_named(instance, source):
+    (_, second) = write_dump(source)
+    bad.dangle(second)
+    waiting = tick(instance, source)
+    assert requested_dumps(waiting) == []
+    assert f"{second.name} (a link to a missing file)" in waiting.skip_reason.skip_message

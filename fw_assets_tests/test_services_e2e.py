@@ -1,9 +1,13 @@
 """End to end with the real services: dagster-webserver and dagster-daemon on 127.0.0.1 over
 workspace.yaml and the repo's dagster.yaml, a generated dump dropped into the source folder, a UI
-backfill through GraphQL, and a headless Chromium looking at the UI."""
+backfill through GraphQL, a dump materialized from the CLI, and a headless Chromium looking at the
+UI. Every dump's check results must show on that dump's own materialization."""
+
+import os
 
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from fw_assets import settings
@@ -16,10 +20,12 @@ from fw_assets_tests.dagster_services import (
     REPO_ROOT,
     DagsterServices,
     HeadlessChromium,
+    assert_check_results_belong_to_their_dumps,
+    assert_every_asset_materialized,
     assert_whole_chain_succeeded,
     chain_asset_keys,
+    dagster_cli,
     find_chromium,
-    run_partition,
     tag,
     write_instance_yaml,
 )
@@ -28,6 +34,7 @@ pytestmark = pytest.mark.e2e
 
 SENSOR_DUMP = "CC-MAIN-2013-20"
 BACKFILL_DUMPS = ("CC-MAIN-2013-48", "CC-MAIN-2014-10")
+CLI_DUMP = "CC-MAIN-2014-15"
 ROWS = 1_200
 ARTIFACTS = REPO_ROOT / "artifacts" / "e2e"
 
@@ -43,14 +50,17 @@ def world(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-@pytest.fixture(scope="module")
-def services(world):
-    env = {
+def deployment_env(world: dict[str, Path]) -> dict[str, str]:
+    return {
         "FW_SOURCE_DIR": str(world["source"]),
         "FW_OUTPUT_DIR": str(world["output"]),
         settings.SENSOR_INTERVAL_ENV: "5",
     }
-    running = DagsterServices(world["home"], env)
+
+
+@pytest.fixture(scope="module")
+def services(world):
+    running = DagsterServices(world["home"], deployment_env(world))
     try:
         running.wait_until_ready()
         yield running
@@ -105,16 +115,45 @@ def test_a_dump_dropped_into_the_source_folder_is_processed_by_the_sensor(servic
     assert len(services.runs({"dagster/sensor_name": "new_dumps"})) == 1
 
 
+@pytest.fixture(scope="module")
+def cli_run(services, world, backfill_runs) -> dict:
+    """A third dump materialized from the CLI (`dagster asset materialize`) beside the running services."""
+    write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=1)
+    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "*",
+                "--partition", CLI_DUMP, env=env, cwd=world["home"])
+    [run] = services.runs({"dagster/partition": CLI_DUMP})
+    return run
+
+
 def test_a_backfill_of_two_dumps_is_two_runs_each_holding_the_whole_chain(services, world, backfill_runs):
     backfill_id, finished = backfill_runs
     assert len(services.runs({"dagster/backfill": backfill_id})) == len(BACKFILL_DUMPS)
-    assert sorted(run_partition(run) for run in finished) == sorted(BACKFILL_DUMPS)
+    # Dagster's default backfill policy: each run is one dump, tagged as a partition (not a range)
+    assert sorted(tag(run, "dagster/partition") for run in finished) == sorted(BACKFILL_DUMPS)
+    assert not any(tag(run, "dagster/asset_partition_range_start") for run in finished)
     for run in finished:
         assert_whole_chain_succeeded(run)
     for dump in BACKFILL_DUMPS:
         assert_published(world["output"], dump)
-    for key in chain_asset_keys():
-        assert set(BACKFILL_DUMPS) <= materialized_partitions(services, key), key.to_user_string()
+
+
+def test_each_dump_of_the_sensor_and_the_backfill_has_its_checks_on_its_own_materialization(
+    services, sensor_run, backfill_runs
+):
+    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS]
+    assert_every_asset_materialized(services, dumps)
+    assert_check_results_belong_to_their_dumps(services, dumps)
+
+
+def test_a_dump_materialized_from_the_cli_has_its_checks_on_its_own_materialization(
+    services, world, cli_run
+):
+    assert_whole_chain_succeeded(cli_run)
+    assert_published(world["output"], CLI_DUMP)
+    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS, CLI_DUMP]
+    assert_every_asset_materialized(services, dumps)
+    assert_check_results_belong_to_their_dumps(services, dumps)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +168,7 @@ def chromium():
         browser.close()
 
 
-def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, sensor_run, backfill_runs, chromium):
+def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, cli_run, chromium):
     assets = [key.to_user_string() for key in chain_asset_keys()]
     chromium.open(f"{services.url}/locations/fw_assets/asset-groups/fineweb_edu")
     graph = chromium.wait_for_text(
@@ -142,7 +181,7 @@ def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, sensor_run,
     assert graph.count(f"{len(known_dumps())} partitions") == len(assets)
     assert "Materialize all" in graph
 
-    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS]
+    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS, CLI_DUMP]
     chromium.open(f"{services.url}/assets/bucketed?view=partitions")
     partitions = chromium.wait_for_text(
         "the bucketed partitions view", [f"Materialized ({len(dumps)})", *dumps]
@@ -150,3 +189,21 @@ def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, sensor_run,
     shot = chromium.screenshot(ARTIFACTS / "bucketed-partitions.png")
     print(f"partitions screenshot: {shot}")
     assert "Failed (0)" in partitions
+
+
+def test_a_checks_page_shows_one_dumps_result_on_that_dumps_materialization(services, cli_run, chromium):
+    """raw → Checks → key_columns → Partitions → a backfilled dump: passed, in the dump's run,
+    targeting the materialization of that same run."""
+    dump = BACKFILL_DUMPS[0]
+    run_id = services.materialization_run(dg.AssetKey("raw"), dump)
+    chromium.open(f"{services.url}/assets/raw?view=checks&checkDetail=key_columns")
+    chromium.click("the check's Partitions tab", "button[role=tab]", "Partitions")  # <a> tabs are the asset's
+    chromium.click(f"partition {dump} in the list", f'[data-tooltip="{dump}"]')
+    # the selected dump's status tag, then its latest execution, its run and its target materialization
+    chromium.wait_for_text(
+        f"key_columns of {dump}", ["Passed\nLatest execution", "Target materialization", run_id[:8]]
+    )
+    shot = chromium.screenshot(ARTIFACTS / f"raw-key_columns-{dump}.png")
+    print(f"check page screenshot: {shot}")
+    # "Target materialization" links to the run that materialized this dump
+    assert any(link.endswith(f"/runs/{run_id}") for link in chromium.links()), chromium.links()

@@ -21,7 +21,7 @@ STATEMENTS = {path.stem for path in sql_dir().glob("*.sql")}
 # Layers, lowest first: a module imports only from its own layer or below. Stage folders (one per
 # pipeline stage) form the third layer; what is not listed (a new stage folder) is a stage too.
 FOUNDATION = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
-DAGSTER_PLUMBING = ("partitions", "resources", "jobs")
+DAGSTER_PLUMBING = ("partitions", "resources", "jobs", "contract_checks", "run_health")
 ENTRY_POINTS = ("automation", "definitions", "demo")
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
 WITHOUT_DAGSTER = ("settings", "policy", "layout", "lib", "contracts", "synthetic")

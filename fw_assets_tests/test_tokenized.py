@@ -2,7 +2,6 @@
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
 keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucket_dump_dir, bucketed_files
+from fw_assets.layout import bucket_dump_dir, bucketed_files, bucketed_publication
+from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.manifest import describe
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
@@ -27,8 +27,9 @@ from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
+from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree
+from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
@@ -56,12 +57,13 @@ def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
 
 
 def staged_leftovers(output: Path) -> list[str]:
-    """Files under the output root's staging area besides its locks: scratch, spill, staged output."""
+    """Files under the output root's staging area besides its locks and slots: scratch, spill,
+    staged output."""
     staging = output / ".staging"
     return sorted(
         str(p.relative_to(staging))
         for p in staging.rglob("*")
-        if p.is_file() and p.parent != staging / "locks"
+        if p.is_file() and p.relative_to(staging).parts[0] not in ("locks", "slots")
     )
 
 
@@ -138,6 +140,8 @@ def test_metadata_names_the_tokenizer_and_counts_every_bucket(case):
     assert meta["bytes_written"] == sum(f.stat().st_size for f in files)
     assert meta["tokens_per_second"] > 0
     assert "| bucket | documents | tokens |" in meta["buckets"]
+    # the cores used: 2 workers as configured, the tests' DuckDB threads, the process's usable cores
+    assert (meta["workers"], meta["threads"], meta["usable_cores"]) == (2, 2, usable_cores())
 
 
 @pytest.mark.parametrize("kind, dtype, code", [("tiktoken", np.int32, 4), ("hf_json", np.uint16, 8)])
@@ -339,6 +343,7 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
     is_broken = pc.equal(table.column("id"), broken_id)
     texts = pc.if_else(is_broken, pa.scalar(None, pa.string()), table.column("text"))
     pq.write_table(table.set_column(1, "text", texts), bucket_file)
+    rerecord_size(output, bucketed_publication(DUMP), bucket_file)  # damage no size check sees
 
     result = run_tokenized(source, output, TokenizerResource(workers=2), raise_on_error=False)
     assert not result.success
@@ -368,10 +373,10 @@ def test_workers_import_no_dagster():
     assert completed.stdout.strip() == "[]"
 
 
-def test_tokenizer_resource_defaults_to_cl100k_on_every_core():
+def test_tokenizer_resource_defaults_to_cl100k_on_every_usable_core():
     resource = TokenizerResource()
     assert resource.spec().load().identity()["name"] == CL100K
-    assert resource.worker_count() == len(os.sched_getaffinity(0))
+    assert resource.worker_count() == usable_cores()
     assert TokenizerResource(eod_token="<|endofprompt|>").spec().load().eod_id == 100276
     with pytest.raises(ValueError, match="batch_size"):
         TokenizerResource(batch_size=0).batch_rows()
@@ -383,8 +388,80 @@ def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
     tokenized_def = defs.resolve_assets_def("tokenized")
     bucketed_def = defs.resolve_assets_def("bucketed")
     assert tokenized_def.partitions_def == bucketed_def.partitions_def
-    assert tokenized_def.backfill_policy == dg.BackfillPolicy.multi_run(1)
-    assert tokenized_def.backfill_policy == bucketed_def.backfill_policy
+    # Dagster's default (one run per partition) for every asset of the chain, so they share a run
+    assert tokenized_def.backfill_policy is None and bucketed_def.backfill_policy is None
     assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu"
     assert dg.AssetKey("bucketed") in tokenized_def.dependency_keys
     assert "tokenizer" in defs.resources
+
+
+# A child process re-materializes bucketed of DUMP and SIGKILLs itself right after moving the
+# first old bucket folder aside: en/2.8/DUMP is then absent from the published tree.
+KILLED_BUCKETED = """
+import os, signal, sys
+from pathlib import Path
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets_tests.helpers import materialize_dump
+real_rename = os.rename
+def rename_then_die(src, dst):
+    real_rename(src, dst)
+    if Path(dst).parent.name == "replaced":
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[bucketed])
+"""
+
+
+def upstream_tree(output: Path) -> dict[str, str]:
+    """Published files and records of every stage before tokenized."""
+    return {p: d for p, d in published_tree(output).items() if "tokenized" not in p}
+
+
+@pytest.mark.e2e
+def test_a_bucketed_publish_killed_half_way_never_costs_tokenized_a_bucket(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    bucketed_before, tokens_before = upstream_tree(output), tokenized_tree(output)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_BUCKETED, str(source), str(output), DUMP], env=env
+    )
+    assert child.returncode == -9
+    assert not bucket_dump_dir(output, "2.8", DUMP).exists(), "precondition: a bucket folder is gone"
+
+    meta = metadata(run_tokenized(source, output, TokenizerResource(workers=1)))
+    assert upstream_tree(output) == bucketed_before, "the killed publish was rolled back"
+    assert tokenized_tree(output) == tokens_before, "no bucket's token files were removed"
+    assert meta["documents_2.8"] > 0
+
+
+BLANK_TEXTS = ["", "   \n\t", "\u200b\u200b", "\ufeff", "\u00a0\u3000 \u2060"]
+
+
+def test_blank_texts_are_dropped_counted_and_warned_about(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    (path,) = (source / "data" / DUMP).glob("*.parquet")
+    blanks = {row: BLANK_TEXTS[row % len(BLANK_TEXTS)] for row in range(0, 600, 10)}
+    bad.rewrite(path, bad.with_values("text", blanks))
+    ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    blank_ids = {ids[row] for row in blanks}
+
+    with dg.instance_for_test() as instance:
+        result = run_tokenized(source, output, TokenizerResource(workers=1), chain=True, instance=instance)
+        warnings = [
+            e.user_message for e in instance.all_logs(result.run_id) if "whose text is empty" in e.user_message
+        ]
+    meta = metadata(result)
+    dropped = 0
+    for bucket in BUCKETS:
+        bucketed_ids = set(bucket_texts(output, bucket))
+        expected = len(bucketed_ids & blank_ids)
+        assert meta[f"blank_dropped_{bucket}"] == expected
+        assert meta[f"documents_{bucket}"] == len(bucketed_ids) - expected
+        docs = read_document_index(token_prefix(output, CL100K, bucket, DUMP))
+        assert not blank_ids & set(docs.column("id").to_pylist()), "no EOD-only document"
+        dropped += expected
+    assert meta["blank_documents_dropped"] == dropped > 0
+    assert len(warnings) == 1 and f"dropped {dropped:,} of" in warnings[0]

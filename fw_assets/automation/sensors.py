@@ -25,6 +25,7 @@ from fw_assets.layout import source_data_dir
 from fw_assets.lib.dump_files import DumpFolderState, readiness, scan_dump_folder
 from fw_assets.partitions import dump_folders, dump_partitions
 from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import fail_dead_runs
 
 FINGERPRINT_TAG = "fw_assets/source_fingerprint"
 CODE_LOCATION = "fw_assets"
@@ -56,6 +57,8 @@ def dump_cursor(requested: dict[str, str]) -> str:
     ),
 )
 def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> dg.SensorResult:
+    # dead runs of this host would otherwise fill max_concurrent_runs and hold the queue
+    fail_dead_runs(context.instance, context.log.warning)
     requested = load_cursor(context.cursor)
     folders = dump_folders(storage.source_root)
     if not folders:

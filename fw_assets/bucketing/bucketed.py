@@ -1,27 +1,41 @@
 """`bucketed`: the kept rows of a dump, published as `en/<bucket>/<dump>/` (the seed's layout)."""
 
 import time
+from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS, Events, naming_unreadable_files, report
+from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS, naming_unreadable_files
 from fw_assets.bucketing.inputs import read_dump_source
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.bucketing.steps import STEPS_SQL, bucket_stats, write_buckets
+from fw_assets.contract_checks import ContractReport, Events
 from fw_assets.contracts import bucketed as bucketed_contract
 from fw_assets.contracts.bucketed import check_bucketed
-from fw_assets.layout import bucket_dump_dirs, selection_path, spill_dir
+from fw_assets.layout import (
+    bucket_dump_dirs,
+    bucketed_publication,
+    sampled_publication,
+    selection_path,
+    spill_dir,
+)
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 SQL = (*STEPS_SQL, *bucketed_contract.CONTRACT_SQL)
 MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
+
+
+# The kept rows' id, text and score, zstd, never exceed the source files holding them.
+BUCKETED_SPACE = "at most the dump's source size"
 
 
 @dg.asset(
@@ -30,21 +44,26 @@ MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, policy=SEED_POLICY),
     check_specs=BUCKETED_CHECK_SPECS,
-    description="The kept rows (id, text, score; zstd) published as en/<bucket>/<dump>/, "
+    description="The kept rows (id, text, score; zstd) published as `en/<bucket>/<dump>/`, "
     "only when they meet the bucketed contract.",
 )
 def bucketed(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
 ) -> Events:
     source = read_dump_source(context.partition_key, storage.source_root)
-    selection = selection_path(storage.output_root, source.dump)
-    if not selection.is_file():
-        raise dg.Failure(
-            f"Dump {source.dump}: no selection at {selection}; materialize sampled first. "
-            "Nothing was published."
-        )
+    root, log = storage.output_root, context.log.info
+    selection = selection_path(root, source.dump)
     started = time.monotonic()
-    with staged_publication(storage.output_root, f"bucketed-{source.dump}") as staging:
+    with (
+        heavy_step(context, root, DUCKDB_POOL, SpaceNeed(source.bytes, BUCKETED_SPACE)),
+        staged_publication(root, bucketed_publication(source.dump), source.dump, log) as staging,
+        published_generation(root, sampled_publication(source.dump), source.dump, log) as sampled_record,
+    ):
+        if sampled_record is None:
+            raise dg.Failure(
+                f"Dump {source.dump}: no published selection at {selection}; materialize sampled "
+                "first. Nothing was published."
+            )
         reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
         with warehouse.connect(spill_dir(storage.output_root)) as con:
             with naming_unreadable_files(con, source.dump, "bucketed", source.paths):
@@ -53,16 +72,42 @@ def bucketed(
             contract = Stopwatch()
             staged = {bucket: sorted(folder.glob("*.parquet")) for bucket, folder in folders.items()}
             outcomes = check_bucketed(con, source.dump, staged, selection, SEED_POLICY)
+            report = ContractReport(source.dump, "bucketed", outcomes)
             contract_seconds = contract.seconds()
-        yield from report(source.dump, "bucketed", outcomes)
-        targets = bucket_dump_dirs(storage.output_root, source.dump, SEED_POLICY)
-        staging.publish({target: folders.get(bucket) for bucket, target in targets.items()})
-    yield dg.MaterializeResult(
-        metadata={
+        yield from report.refuse_if_blocked()
+        targets = bucket_dump_dirs(root, source.dump, SEED_POLICY)
+        rows = {bucket: w["rows"] for bucket, w in written.items()}
+        staging.publish(
+            {target: folders.get(bucket) for bucket, target in targets.items()},
+            {
+                "buckets": _bucket_contents(root, folders, targets, rows),
+                "sampled_generation": sampled_record["generation"],
+            },
+        )
+    yield report.materialization(
+        {
             **_bucketed_metadata(written, time.monotonic() - started),
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
         }
     )
+
+
+def _bucket_contents(
+    output_root: Path, folders: dict[str, Path], targets: dict[str, Path], rows: dict[str, int]
+) -> dict:
+    """What the generation record says of each bucket: its rows and published files, also for a
+    bucket without rows (so a reader knows it is empty, not missing)."""
+    return {
+        bucket: {
+            "rows": rows.get(bucket, 0),
+            "files": [
+                str((target / p.name).relative_to(output_root))
+                for p in (sorted(folders[bucket].glob("*.parquet")) if bucket in folders else [])
+            ],
+        }
+        for bucket, target in targets.items()
+    }
 
 
 def _bucketed_metadata(written: dict[str, dict], seconds: float) -> dict:

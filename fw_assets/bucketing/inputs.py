@@ -1,5 +1,6 @@
 """A dump's source files, found and described with errors that name the dump and the file."""
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -8,7 +9,8 @@ import dagster as dg
 from fw_assets.contracts.findings import Violation, rejection_message
 from fw_assets.contracts.raw import RAW_SCHEMA
 from fw_assets.layout import source_dump_dir
-from fw_assets.lib.manifest import SourceFile, describe, source_files
+from fw_assets.lib.dump_files import shard_set_gaps
+from fw_assets.lib.manifest import SourceFile, apple_double_files, describe, source_files
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,7 @@ class DumpSource:
     dump: str
     folder: Path
     files: tuple[SourceFile, ...]
+    ignored: tuple[str, ...] = ()  # macOS AppleDouble `._*.parquet` files: not data
 
     @property
     def paths(self) -> list[str]:
@@ -32,7 +35,8 @@ class DumpSource:
 
 def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violation]]:
     """Every readable parquet file of the dump with its footer facts, and what is wrong with the
-    rest: a missing folder, a folder with no parquet files, a file whose footer cannot be read."""
+    rest: a missing folder, a folder with no parquet files, an incomplete `train-*-of-N` set, a link
+    to a missing file, a file whose footer cannot be read."""
     if not folder.is_dir():
         return DumpSource(dump, folder, ()), [
             Violation("folder_missing", None, 0, f"no source folder at {folder}")
@@ -43,7 +47,15 @@ def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violatio
             Violation("no_files", None, 0, f"{folder} holds no *.parquet files")
         ]
     files, problems = [], []
+    gaps = shard_set_gaps([p.name for p in paths])
+    if gaps:
+        problem = f"the download is incomplete: {gaps}; download them"
+        problems.append(Violation("shard_set_incomplete", None, 0, problem))
     for path in paths:
+        if not path.exists():
+            problem = f"is a link to {os.readlink(path)}, which does not exist; re-download it"
+            problems.append(Violation("file_missing", None, 0, problem, file=path.name))
+            continue
         try:
             files.append(describe(path))
         except Exception as error:  # pyarrow raises several types for a damaged footer
@@ -56,7 +68,7 @@ def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violatio
                     file=path.name,
                 )
             )
-    return DumpSource(dump, folder, tuple(files)), problems
+    return DumpSource(dump, folder, tuple(files), tuple(apple_double_files(folder))), problems
 
 
 def read_dump_source(dump: str, source_root: Path) -> DumpSource:

@@ -2,22 +2,30 @@
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import RAW_CHECK_SPECS, Events, report
+from fw_assets.bucketing.checks import RAW_CHECK_SPECS
+from fw_assets.contract_checks import ContractReport, Events
 from fw_assets.bucketing.inputs import find_dump_source
 from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts.raw import check_raw
 from fw_assets.layout import source_dump_dir, spill_dir
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import Stopwatch
+from fw_assets.lib.publish import recover_dump
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.run_health import writing_step
 
 # Everything that decides this asset's record, hashed into its code version.
 SQL = ("score_histogram", *raw_contract.CONTRACT_SQL)
 MODULES = ("fw_assets.bucketing.inputs", "fw_assets.lib.manifest", *raw_contract.CONTRACT_MODULES)
+
+
+# raw publishes nothing; it writes only DuckDB's spill files, when its memory runs short.
+SPILL_ONLY = SpaceNeed(0, "raw writes only DuckDB's spill files, when memory runs short")
 
 
 @dg.asset(
@@ -31,18 +39,34 @@ MODULES = ("fw_assets.bucketing.inputs", "fw_assets.lib.manifest", *raw_contract
 )
 def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps) -> Events:
     dump = context.partition_key
+    with writing_step(context, storage.output_root, SPILL_ONLY):
+        recover_dump(storage.output_root, dump, context.log.info)
+        yield from _check_source(context, storage, warehouse, dump)
+
+
+def _check_source(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps, dump: str
+) -> Events:
     source, problems = find_dump_source(dump, source_dump_dir(storage.source_root, dump))
+    if source.ignored:
+        context.log.warning(
+            f"Dump {dump}: ignored {len(source.ignored)} macOS AppleDouble file(s) in {source.folder} "
+            f"({', '.join(source.ignored[:3])}{', …' if len(source.ignored) > 3 else ''}): metadata "
+            "macOS writes beside files copied to a foreign disk, not data. Delete them at will."
+        )
     with warehouse.connect(spill_dir(storage.output_root)) as con:
         contract = Stopwatch()
-        outcomes = check_raw(con, dump, source.files, problems)
+        report = ContractReport(dump, "raw", check_raw(con, dump, source.files, problems))
         contract_seconds = contract.seconds()
-        yield from report(dump, "raw", outcomes)
+        yield from report.refuse_if_blocked()
         histogram = con.execute(load_sql("score_histogram"), {"files": source.paths}).fetchall()
-    yield dg.MaterializeResult(
-        metadata={
+    yield report.materialization(
+        {
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
             "dagster/row_count": source.rows,
             "files": len(source.files),
+            "ignored_files": ", ".join(source.ignored),
             "bytes": dg.MetadataValue.int(source.bytes),
             "folder": dg.MetadataValue.path(str(source.folder)),
             "score_histogram": dg.MetadataValue.md(

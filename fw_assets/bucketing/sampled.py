@@ -4,15 +4,17 @@ import time
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import SAMPLED_CHECK_SPECS, Events, guard, report
+from fw_assets.bucketing.checks import SAMPLED_CHECK_SPECS
 from fw_assets.bucketing.inputs import DumpSource, read_dump_source
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.steps import STEPS_SQL, selection_counts, write_selection
+from fw_assets.contract_checks import ContractReport, Events, guard
 from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts import selection as selection_contract
 from fw_assets.contracts.raw import check_raw
 from fw_assets.contracts.selection import check_selection
-from fw_assets.layout import selection_path, spill_dir
+from fw_assets.layout import sampled_publication, selection_path, spill_dir
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
@@ -21,6 +23,7 @@ from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 # It re-checks the raw contract when `raw` did not pass in the same run.
@@ -47,7 +50,12 @@ def sampled(
 ) -> Events:
     source = read_dump_source(context.partition_key, storage.source_root)
     started = time.monotonic()
-    with staged_publication(storage.output_root, f"sampled-{source.dump}") as staging:
+    with (
+        heavy_step(context, storage.output_root, DUCKDB_POOL, _space_needed(source)),
+        staged_publication(
+            storage.output_root, sampled_publication(source.dump), source.dump, context.log.info
+        ) as staging,
+    ):
         staged = staging.path / "selection.parquet"
         reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
         with warehouse.connect(spill_dir(storage.output_root)) as con:
@@ -59,18 +67,28 @@ def sampled(
             write_selection(con, source.paths, staged, SEED_POLICY, reporter)
             counts = selection_counts(con, staged)
             contract = Stopwatch()
-            outcomes = check_selection(con, staged, SEED_POLICY, source.rows)
+            report = ContractReport(
+                source.dump, "sampled", check_selection(con, staged, SEED_POLICY, source.rows)
+            )
             contract_seconds = contract.seconds()
-        yield from report(source.dump, "sampled", outcomes)
-        staging.publish({selection_path(storage.output_root, source.dump): staged})
-    yield dg.MaterializeResult(
-        metadata={
+        yield from report.refuse_if_blocked()
+        staging.publish(
+            {selection_path(storage.output_root, source.dump): staged},
+            {"rows": source.rows, "kept": sum(kept for _, kept in counts.values())},
+        )
+    yield report.materialization(
+        {
             **_selection_metadata(counts, time.monotonic() - started),
             "raw_rechecked": raw_rechecked,
             "raw_guard_seconds": raw_guard_seconds,
             "contract_seconds": contract_seconds,
+            **warehouse.cores_metadata(),
         }
     )
+
+
+def _space_needed(source: DumpSource) -> SpaceNeed:
+    return SpaceNeed(source.rows * 64, "about 64 bytes per source row for the selection")
 
 
 def _raw_passed_in_this_run(context: dg.AssetExecutionContext, source: DumpSource) -> bool:

@@ -14,13 +14,17 @@ from fw_assets.contracts.findings import MAX_EXAMPLES, Violation, count_rows, sh
 _BUILTIN_RULES = {"not_nullable": "null", "field_uniqueness": "duplicate"}
 # DuckDB reads these the same as `string`; a re-sharded copy (polars, arrow) may use them.
 _STRING_LIKE = (pyarrow.large_string(), pyarrow.string_view())
+_NARROW_INTEGERS = (
+    pyarrow.int8(), pyarrow.int16(), pyarrow.int32(), pyarrow.uint8(), pyarrow.uint16(), pyarrow.uint32()
+)
 
 
-def footer_frame(path: Path, *, string_like_as_string: bool = False) -> pd.DataFrame:
-    """An empty frame with the file's column names and arrow types, from its footer alone."""
+def footer_frame(path: Path, *, as_read: bool = False) -> pd.DataFrame:
+    """An empty frame with the file's column names and arrow types, from its footer alone.
+    `as_read`: with the types DuckDB reads the same way (see plain_strings, plain_integers)."""
     schema = pq.read_schema(path)
-    if string_like_as_string:
-        schema = plain_strings(schema)
+    if as_read:
+        schema = plain_integers(plain_strings(schema))
     return schema.empty_table().to_pandas(types_mapper=pd.ArrowDtype)
 
 
@@ -28,6 +32,14 @@ def plain_strings(schema: pyarrow.Schema) -> pyarrow.Schema:
     """`schema` with large_string and string_view columns as plain string."""
     return pyarrow.schema(
         f.with_type(pyarrow.string()) if f.type in _STRING_LIKE else f for f in schema
+    )
+
+
+def plain_integers(schema: pyarrow.Schema) -> pyarrow.Schema:
+    """`schema` with every integer column that int64 holds (int8-32, uint8-32) as int64: a
+    re-export may narrow `int_score` to int32, and every statement reads it the same."""
+    return pyarrow.schema(
+        f.with_type(pyarrow.int64()) if f.type in _NARROW_INTEGERS else f for f in schema
     )
 
 

@@ -26,10 +26,12 @@ from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA, SCORE_MAX, SCORE
 from fw_assets.contracts.tallies import (
     TALLY_MODULES,
     TALLY_SQL,
+    TEXT_NOT_UTF8,
     duplicate_id_violations,
     fetch_tallies,
     file_name,
     rule_violations,
+    text_encoding_violations,
     text_null_violations,
     unreadable_file_violations,
 )
@@ -40,15 +42,17 @@ CONTRACT_MODULES = (__name__, *TALLY_MODULES)
 
 RAW_SCHEMA = ContractCheck(
     "schema",
-    "Every source file is a readable parquet file with the ten FineWeb-Edu columns and their "
+    "Every shard of the dump's train-XXXXX-of-NNNNN set is present (no link to a missing file); "
+    "every source file is a readable parquet file with the ten FineWeb-Edu columns and their "
     "types (read from the footers; unknown extra columns are accepted and ignored), and the "
     "dump has at least one row.",
 )
 RAW_KEY_COLUMNS = ContractCheck(
     "key_columns",
     "Every row, key columns decoded: id non-null and unique within the dump; score non-null, "
-    "finite and within 0–6; dump equal to the partition key; file_path under crawl-data/<dump>/; "
-    "text non-null (from the footers' null counts, scanned where a footer has none).",
+    "finite and within 0–6; dump equal to the partition key; file_path under `crawl-data/<dump>/`; "
+    "text non-null (from the footers' null counts, scanned where a footer has none) and valid "
+    "UTF-8 (every text decoded).",
 )
 RAW_INT_SCORE = ContractCheck(
     "int_score",
@@ -105,7 +109,7 @@ def schema_outcome(
     schema = raw_schema(dump)
     violations = list(source_problems)
     for f in files:
-        frame = footer_frame(Path(f.path), string_like_as_string=True)
+        frame = footer_frame(Path(f.path), as_read=True)
         violations += footer_violations(schema, frame, file_name(f.path), f.rows)
     rows = sum(f.rows for f in files)
     if files and not source_problems and rows == 0:
@@ -136,9 +140,11 @@ def row_outcomes(
     key_violations += duplicate_id_violations(con, paths, dump)
     text_nulls, scanned = text_null_violations(con, paths, dump)
     key_violations += text_nulls
+    key_violations += text_encoding_violations(con, paths)
 
     rows = sum(t["rows"] for t in tallies)
     counts = {rule.name: 0 for rule in (*KEY_COLUMN_RULES, rules.ID_DUPLICATE, rules.TEXT_NULL)}
+    counts[TEXT_NOT_UTF8] = 0
     for v in key_violations:
         counts[v.rule] += v.rows
     key_figures = {

@@ -1,6 +1,6 @@
 """Turn the rows of `sql/contract_*.sql` tallies into violations with readable examples, and the
-every-row checks the raw and bucketed contracts share: duplicate ids, null texts, and naming the
-source files that cannot be read through.
+every-row checks the raw and bucketed contracts share: duplicate ids, null texts, texts that are
+not UTF-8, and naming the source files that cannot be read through.
 
 A tally row holds, for each rule, the number of failing rows in a column named after the rule
 and up to five of them (structs with at least `row` and `id`) in `<rule>_examples`.
@@ -11,11 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fw_assets.contracts import rules
 from fw_assets.contracts.findings import Violation, count_rows, short
 from fw_assets.contracts.rules import Rule
 from fw_assets.lib.sql import load_sql
+
+# Not a rules.Rule: pandas cannot hold such a text, so there is no pandera half to state it in.
+TEXT_NOT_UTF8 = "text_not_utf8"
+_UTF8_SCAN_ROWS = 1 << 16
 
 # What every contract built on these tallies runs and reads: part of the code version of each
 # asset applying one (fw_assets.lib.versions).
@@ -23,6 +29,7 @@ TALLY_SQL = (
     "contract_duplicate_ids",
     "contract_null_counts",
     "contract_text_nulls",
+    "contract_text_utf8",
     "contract_read_files",
 )
 TALLY_MODULES = (
@@ -107,16 +114,65 @@ def text_null_violations(
     return violations, len(to_scan)
 
 
+def text_encoding_violations(con: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> list[Violation]:
+    """Texts that are not valid UTF-8, per file with rows and ids: one parallel DuckDB pass
+    decodes every text; only when it fails is each file read again to find the rows."""
+    try:
+        con.execute(load_sql("contract_text_utf8"), {"files": list(paths)}).fetchall()
+        return []
+    except duckdb.InvalidInputException as error:
+        if not _is_utf8_error(error):
+            raise
+    return [v for path in paths if (v := invalid_utf8_rows(path))]
+
+
+def invalid_utf8_rows(path: str) -> Violation | None:
+    """The rows of one file whose text is not valid UTF-8 (arrow reads the bytes without judging)."""
+    rows, examples, at = 0, [], 0
+    for batch in pq.ParquetFile(path).iter_batches(_UTF8_SCAN_ROWS, columns=["id", "text"]):
+        texts = batch.column("text")
+        try:
+            texts.validate(full=True)
+        except pa.ArrowInvalid:
+            for i, value in enumerate(texts.cast(pa.large_binary()).to_pylist()):
+                if value is not None and not _decodes(value):
+                    rows += 1
+                    if len(examples) < 5:
+                        doc_id = batch.column("id")[i].as_py()
+                        examples.append(f"{doc_id} (row {at + i}): text={short(value[:40])}")
+        at += batch.num_rows
+    if not rows:
+        return None
+    problem = f"{count_rows(rows)} whose text is not valid UTF-8; re-export the file with UTF-8 texts"
+    return Violation(TEXT_NOT_UTF8, "text", rows, problem, file_name(path), tuple(examples))
+
+
+def _decodes(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _is_utf8_error(error: duckdb.Error) -> bool:
+    return "not valid UTF8" in str(error)
+
+
 def unreadable_file_violations(
     con: duckdb.DuckDBPyConnection, paths: Sequence[str]
 ) -> list[Violation]:
-    """Source files DuckDB cannot decode, each with DuckDB's error. DuckDB's errors about a damaged
-    page do not name the file, so after a failed read over all files each is read alone."""
+    """Source files DuckDB cannot decode, each with DuckDB's error (or, for texts that are not
+    UTF-8, their rows). DuckDB's errors about a damaged page do not name the file, so after a
+    failed read over all files each is read alone."""
     violations = []
     for path in paths:
         try:
             con.execute(load_sql("contract_read_files"), {"files": [path]}).fetchall()
         except duckdb.Error as error:
+            if _is_utf8_error(error) and (not_utf8 := invalid_utf8_rows(path)):
+                violations.append(not_utf8)
+                continue
             problem = f"cannot be read ({error}); re-download it"
             violations.append(Violation("file_unreadable", None, 0, problem, file_name(path)))
     return violations

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from fw_assets.lib.manifest import source_files
+from fw_assets.lib.manifest import is_apple_double, source_files
 
 HF_SHARD = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
 # Names download tools give a file until it is complete: huggingface_hub (.incomplete), rsync
@@ -57,16 +57,46 @@ class Readiness:
 
 
 def is_in_progress(name: str) -> bool:
-    """A file a download tool is still writing: a temp suffix, or a hidden parquet-named file."""
-    return name.endswith(TEMP_SUFFIXES) or (name.startswith(".") and ".parquet" in name)
+    """A file a download tool is still writing: a temp suffix, or a hidden parquet-named file
+    (but not a macOS AppleDouble `._name`, which is never data)."""
+    hidden_temp = name.startswith(".") and ".parquet" in name and not is_apple_double(Path(name))
+    return name.endswith(TEMP_SUFFIXES) or hidden_temp
+
+
+def broken_links(paths: list[Path]) -> list[str]:
+    """Names of the symbolic links among `paths` whose target does not exist."""
+    return [p.name for p in paths if p.is_symlink() and not p.exists()]
+
+
+def shard_set_gaps(names: list[str]) -> str | None:
+    """What is wrong with the Hugging Face `train-XXXXX-of-NNNNN` set among `names` (missing shards,
+    several sets, shard numbers beyond the set size), or None when it is complete or absent."""
+    shards = [(name, m) for name in names if (m := HF_SHARD.match(name))]
+    if not shards:
+        return None
+    totals = sorted({int(m[2]) for _, m in shards})
+    if len(totals) > 1:
+        sets = ", ".join(f"-of-{t:05d}" for t in totals)
+        return f"holds shards of several sets ({sets})"
+    total = totals[0]
+    beyond = [name for name, m in shards if int(m[1]) >= total]
+    if beyond:
+        return f"shard numbers beyond the set size ({_names(beyond)})"
+    present = {int(m[1]) for _, m in shards}
+    missing = [f"train-{i:05d}-of-{total:05d}.parquet" for i in range(total) if i not in present]
+    if missing:
+        return f"{len(missing)} of {total} shards missing ({_names(missing)})"
+    return None
 
 
 def scan_dump_folder(dump: str, folder: Path) -> DumpFolderState:
     """Stat the folder's files (no data is read)."""
     in_progress = tuple(sorted(p.name for p in folder.iterdir() if is_in_progress(p.name)))
+    paths = source_files(folder)
+    in_progress += tuple(f"{name} (a link to a missing file)" for name in broken_links(paths))
     files = []
-    for path in source_files(folder):
-        if path.name in in_progress:
+    for path in paths:
+        if path.name in in_progress or not path.exists():
             continue
         stat = path.stat()
         files.append(FileState(path.name, stat.st_size, stat.st_mtime_ns))
@@ -81,10 +111,9 @@ def readiness(state: DumpFolderState, now_ns: int, settle_seconds: float) -> Rea
     if not state.files:
         return Readiness(False, "no parquet files yet")
     names = [f.name for f in state.files]
-    shards = [HF_SHARD.match(name) for name in names]
     complete = (
-        _shard_set_readiness(names, shards)
-        if all(shards)
+        _shard_set_readiness(names)
+        if all(HF_SHARD.match(name) for name in names)
         else _settled_readiness(state, now_ns, settle_seconds)
     )
     if not complete.ready:
@@ -96,20 +125,11 @@ def readiness(state: DumpFolderState, now_ns: int, settle_seconds: float) -> Rea
     return complete
 
 
-def _shard_set_readiness(names: list[str], shards: list[re.Match]) -> Readiness:
-    totals = sorted({int(m[2]) for m in shards})
-    if len(totals) > 1:
-        sets = ", ".join(f"-of-{t:05d}" for t in totals)
-        return Readiness(False, f"holds shards of several sets ({sets}); waiting until one set remains")
-    total = totals[0]
-    present = {int(m[1]) for m in shards}
-    missing = [f"train-{i:05d}-of-{total:05d}.parquet" for i in range(total) if i not in present]
-    beyond = [name for name, m in zip(names, shards) if int(m[1]) >= total]
-    if beyond:
-        return Readiness(False, f"shard numbers beyond the set size ({_names(beyond)})")
-    if missing:
-        return Readiness(False, f"{len(missing)} of {total} shards missing ({_names(missing)})")
-    return Readiness(True, f"all {total} shards present")
+def _shard_set_readiness(names: list[str]) -> Readiness:
+    gaps = shard_set_gaps(names)
+    if gaps:
+        return Readiness(False, gaps)
+    return Readiness(True, f"all {len(names)} shards present")
 
 
 def _settled_readiness(state: DumpFolderState, now_ns: int, settle_seconds: float) -> Readiness:

@@ -1,110 +1,281 @@
-"""Publish by rename: outputs are written under a staging folder and moved into place at the end.
+"""Publish by rename, all or nothing: one publication of an output of one dump (e.g. `bucketed` of
+CC-MAIN-2013-20, every bucket folder of it) replaces the previous one whole, or not at all.
 
-A staging folder lives in `<output_root>/.staging/` (fw_assets.layout), on the same filesystem as
-the outputs, so the final moves are renames. Before the first move a journal lists every move; a
-run killed in the middle of publishing is rolled forward by the next run of the same target
-(`recover`), and a run killed before publishing leaves only an abandoned staging folder, which the
-next run deletes. Readers never see a half-written file under the published paths.
+Outputs are written under `<output_root>/.staging/<name>.<id>/` (fw_assets.layout), on the same
+filesystem as the published paths, so publishing is a series of renames. Before the first rename
+a journal lists them; each old target is moved aside into the staging folder, not deleted. If a
+rename fails, the ones already done are undone before the error is raised. If the publishing
+process dies half-way (kill -9, the OOM killer), the journal stays behind, and the next run or
+reader of any output of that dump rolls the publication back first: the killed run's output never
+appears, as its run was never recorded as a success.
+
+Each publication also writes a generation record, `<output_root>/published/<name>.json`, renamed
+into place in the same series: every published file with its size, and what the writer says about
+its content (e.g. a bucket that holds no rows). Readers use the record, not a folder listing, so an
+absent folder is never mistaken for an empty output.
+
+Two locks per name, both `flock`s (released by the kernel when a process dies, however it dies):
+`<name>.write.lock`, held by a writer from staging to publishing (one writer at a time), and
+`<name>.lock`, held exclusively for the renames and shared by readers while they read. A reader
+therefore sees one generation from start to end, and a writer waits for readers before it renames.
 """
 
 import fcntl
 import json
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from fw_assets.layout import publish_locks_dir, staging_root
+from fw_assets.layout import generation_record_path, publish_locks_dir, staging_root
 
 JOURNAL = "PUBLISH.json"
+RECORD_STAGED = "generation.json"
+
+Log = Callable[[str], None]
+
+
+class PublishError(RuntimeError):
+    """A publication could not be completed; what was already moved has been put back."""
+
+
+class PublishedOutputChanged(RuntimeError):
+    """A published file is missing or has another size than its generation record says."""
 
 
 @contextmanager
-def exclusive(output_root: Path, name: str) -> Iterator[None]:
-    """Hold a lock on `name` (e.g. `bucketed-CC-MAIN-2013-20`) so two runs never publish it at once."""
-    lock_dir = publish_locks_dir(output_root)
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{name}.lock", "w") as lock_file:
-        fcntl.flock(lock_file, fcntl.LOCK_EX)
+def _flock(path: Path, mode: int, log: Log | None, waiting_for: str) -> Iterator[None]:
+    """Hold `flock(mode)` on `path`; say once what we wait for when someone else holds it.
+
+    A blocking flock is interrupted by Ctrl-C or SIGTERM (Dagster turns both into an exception)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock_file:
+        try:
+            fcntl.flock(lock_file, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if log:
+                log(f"Waiting for {waiting_for} (lock {path}).")
+            fcntl.flock(lock_file, mode)
         try:
             yield
         finally:
             fcntl.flock(lock_file, fcntl.LOCK_UN)
 
 
-class Staging:
-    """A fresh staging folder for one publication of `name`."""
+def _lock_path(output_root: Path, name: str, kind: str = "") -> Path:
+    return publish_locks_dir(output_root) / f"{name}{kind}.lock"
 
-    def __init__(self, output_root: Path, name: str):
+
+class Staging:
+    """A fresh staging folder for one publication of `name`, an output of `dump`."""
+
+    def __init__(self, output_root: Path, name: str, dump: str, log: Log | None = None):
         self.output_root = output_root
         self.name = name
-        self.path = staging_root(output_root) / f"{name}.{uuid.uuid4().hex[:12]}"
+        self.dump = dump
+        self.log = log
+        self.generation = uuid.uuid4().hex[:12]
+        self.path = staging_root(output_root) / f"{name}.{self.generation}"
         self.path.mkdir(parents=True)
 
-    def publish(self, moves: Mapping[Path, Path | None]) -> None:
-        """Move each staged path onto its target; a target mapped to None is removed.
+    def publish(
+        self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any] | None = None
+    ) -> dict:
+        """Move each staged path onto its target (a target mapped to None is removed), together
+        with the generation record holding `contents`. All or nothing; returns the record.
 
         Every target is replaced whole: what it held before is moved aside, never merged into.
         """
-        journal = [
-            {"target": str(target), "staged": str(staged) if staged else None}
-            for target, staged in moves.items()
-        ]
-        _write_durably(self.path / JOURNAL, json.dumps(journal, indent=1))
-        _roll_forward(self.path)
+        record = self._record(moves, contents or {})
+        staged_record = self.path / RECORD_STAGED
+        _write_durably(staged_record, json.dumps(record, indent=1))
+        all_moves = {**moves, generation_record_path(self.output_root, self.name): staged_record}
+        journal = {
+            "name": self.name,
+            "dump": self.dump,
+            "moves": [
+                {
+                    "target": str(target),
+                    "staged": str(staged) if staged else None,
+                    "aside": str(self.path / "replaced" / str(i)),
+                }
+                for i, (target, staged) in enumerate(all_moves.items())
+            ],
+        }
+        lock = _lock_path(self.output_root, self.name)
+        with _flock(lock, fcntl.LOCK_EX, self.log, f"readers of {self.name} to finish"):
+            _write_durably(self.path / JOURNAL, json.dumps(journal, indent=1))
+            (self.path / "replaced").mkdir()
+            try:
+                _apply(journal["moves"])
+            except BaseException as error:
+                _roll_back(journal["moves"])
+                (self.path / JOURNAL).unlink()
+                if isinstance(error, OSError):
+                    raise PublishError(_publish_failure(self, error)) from error
+                raise
+            (self.path / JOURNAL).unlink()
+        return record
+
+    def _record(self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any]) -> dict:
+        files = {}
+        for target, staged in moves.items():
+            if staged is None:
+                continue
+            for path in sorted(staged.rglob("*")) if staged.is_dir() else [staged]:
+                if path.is_file():
+                    published = target / path.relative_to(staged) if staged.is_dir() else target
+                    files[str(published.relative_to(self.output_root))] = path.stat().st_size
+        return {
+            "name": self.name,
+            "dump": self.dump,
+            "generation": self.generation,
+            "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "files": files,
+            "contents": dict(contents),
+        }
 
     def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Delete the staging folder, unless its journal says a rollback is owed (see recover_dump)."""
+        if not (self.path / JOURNAL).exists():
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
-def recover(output_root: Path, name: str) -> None:
-    """Finish publications of `name` that a killed run journaled; delete abandoned staging."""
+def _publish_failure(staging: Staging, error: OSError) -> str:
+    where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+    return (
+        f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where}). "
+        "Every rename already done was undone: the previous output is "
+        "published unchanged. Fix the permissions of that folder and run it again."
+    )
+
+
+def _apply(moves: list[dict]) -> None:
+    for move in moves:
+        target, aside = Path(move["target"]), Path(move["aside"])
+        if target.exists() or target.is_symlink():
+            os.rename(target, aside)
+        if move["staged"]:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(move["staged"], target)
+
+
+def _roll_back(moves: list[dict]) -> None:
+    """Undo whatever part of `_apply` was done, in reverse; safe to run again after a kill."""
+    for move in reversed(moves):
+        target, aside = Path(move["target"]), Path(move["aside"])
+        staged = Path(move["staged"]) if move["staged"] else None
+        if staged is not None and not staged.exists() and (target.exists() or target.is_symlink()):
+            os.rename(target, staged)  # this move was done: take the new copy back out
+        if aside.exists() or aside.is_symlink():
+            os.rename(aside, target)
+
+
+def _pending_journals(output_root: Path) -> Iterator[tuple[Path, dict]]:
     root = staging_root(output_root)
-    if not root.is_dir():
-        return
-    for leftover in sorted(root.glob(f"{name}.*")):
-        if (leftover / JOURNAL).exists():
-            _roll_forward(leftover)
-        else:
+    for journal in sorted(root.glob(f"*/{JOURNAL}")) if root.is_dir() else []:
+        try:
+            yield journal, json.loads(journal.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            continue  # finished meanwhile, or written by a run killed before fsync (nothing moved)
+
+
+def recover_dump(output_root: Path, dump: str, log: Log | None = None) -> list[str]:
+    """Roll back every publication of an output of `dump` that a dead process left half done.
+
+    Returns the names rolled back. A live writer holds its name's lock while it has a journal,
+    so a journal found under that lock belongs to a dead process."""
+    rolled_back = []
+    for journal_path, journal in _pending_journals(output_root):
+        if journal.get("dump") != dump:
+            continue
+        name = journal["name"]
+        with _flock(_lock_path(output_root, name), fcntl.LOCK_EX, log, f"the publication of {name}"):
+            if not journal_path.exists():
+                continue  # its writer was alive and finished
+            _roll_back(journal["moves"])
+            journal_path.unlink()
+            shutil.rmtree(journal_path.parent, ignore_errors=True)
+        rolled_back.append(name)
+        if log:
+            log(f"Rolled back the publication of {name} that a killed run left half done.")
+    return rolled_back
+
+
+def _delete_abandoned_staging(output_root: Path, name: str) -> None:
+    """Staging folders of `name` without a journal: a run died before publishing. Only the holder
+    of `name`'s write lock may call this (another writer's folder would be in use)."""
+    root = staging_root(output_root)
+    for leftover in sorted(root.glob(f"{name}.*")) if root.is_dir() else []:
+        if leftover.name.rpartition(".")[0] == name and not (leftover / JOURNAL).exists():
             shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _roll_forward(staging: Path) -> None:
-    """Apply the journal's moves that are not done yet, then drop the staging folder."""
-    replaced = staging / "replaced"
-    replaced.mkdir(exist_ok=True)
-    for index, move in enumerate(json.loads((staging / JOURNAL).read_text())):
-        target = Path(move["target"])
-        staged = Path(move["staged"]) if move["staged"] else None
-        if staged is not None and not staged.exists():
-            continue  # moved into place before the previous run was killed
-        if target.exists() or target.is_symlink():
-            os.rename(target, replaced / str(index))
-        if staged is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(staged, target)
-    shutil.rmtree(staging)
-
-
-def _write_durably(path: Path, text: str) -> None:
-    with open(path, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 @contextmanager
-def staged_publication(output_root: Path, name: str) -> Iterator[Staging]:
-    """Lock `name`, finish or clear what an earlier killed run left, and stage a new publication.
-
-    Whatever the body does not publish is deleted on the way out, also when it raises.
-    """
-    with exclusive(output_root, name):
-        recover(output_root, name)
-        staging = Staging(output_root, name)
+def staged_publication(
+    output_root: Path, name: str, dump: str, log: Log | None = None
+) -> Iterator[Staging]:
+    """Be the only writer of `name`, repair what killed runs left for `dump`, and stage a new
+    publication. Whatever the body does not publish is deleted on the way out, also when it raises."""
+    write_lock = _lock_path(output_root, name, ".write")
+    with _flock(write_lock, fcntl.LOCK_EX, log, f"another run writing {name}"):
+        recover_dump(output_root, dump, log)
+        _delete_abandoned_staging(output_root, name)
+        staging = Staging(output_root, name, dump, log)
         try:
             yield staging
         finally:
             staging.discard()
+
+
+@contextmanager
+def published_generation(
+    output_root: Path, name: str, dump: str, log: Log | None = None
+) -> Iterator[dict | None]:
+    """The generation record of `name` (None if it was never published), held still while the body
+    reads: no publication of `name` can replace it meanwhile. Every file it lists is checked to be
+    there with its recorded size first."""
+    while True:
+        recover_dump(output_root, dump, log)
+        with _flock(_lock_path(output_root, name), fcntl.LOCK_SH, log, f"the publication of {name}"):
+            if any(j.get("name") == name for _, j in _pending_journals(output_root)):
+                continue  # a writer died between our recovery and our lock: recover again
+            record = _read_record(output_root, name)
+            yield record
+            return
+
+
+def _read_record(output_root: Path, name: str) -> dict | None:
+    path = generation_record_path(output_root, name)
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    changed = []
+    for relative, size in record["files"].items():
+        published = output_root / relative
+        if not published.is_file():
+            changed.append(f"{relative} is missing")
+        elif published.stat().st_size != size:
+            changed.append(f"{relative} has {published.stat().st_size:,} bytes, not {size:,}")
+    if changed:
+        raise PublishedOutputChanged(
+            f"The published {name} was changed outside the pipeline since generation "
+            f"{record['generation']} ({record['published_at']}): {'; '.join(changed[:5])}"
+            f"{f', and {len(changed) - 5} more' if len(changed) > 5 else ''}. "
+            f"Materialize it again to republish it whole."
+        )
+    return record
+
+
+def _write_durably(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a half-written journal must never be found."""
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(partial, path)

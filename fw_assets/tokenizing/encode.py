@@ -9,6 +9,8 @@ never Dagster: keep it that way, every worker pays for its imports when it start
 """
 
 import os
+import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -51,11 +53,6 @@ def encode_with_eod(tokenizer: Tokenizer, texts: Sequence[str]) -> EncodedBatch:
     return EncodedBatch(np.concatenate(parts, dtype=dtype, casting="unsafe"), lengths)
 
 
-def default_worker_count() -> int:
-    """The cores this process may run on (its CPU affinity, not the machine's core count)."""
-    return len(os.sched_getaffinity(0))
-
-
 class ParallelEncoder:
     """The tokenizer in `workers` processes (1: in this one), reused for every call of `encode`.
 
@@ -77,8 +74,8 @@ class ParallelEncoder:
             self._pool = ProcessPoolExecutor(
                 workers,
                 mp_context=get_context("spawn"),
-                initializer=_load_worker_tokenizer,
-                initargs=(spec,),
+                initializer=_start_worker,
+                initargs=(spec, os.getpid()),
             )
 
     def encode(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
@@ -113,13 +110,29 @@ class ParallelEncoder:
         self.close()
 
 
+PARENT_WATCH_SECONDS = 1.0
+
 # The tokenizer of this worker process, loaded once by the pool's initializer.
 _worker_tokenizer: Tokenizer | None = None
 
 
-def _load_worker_tokenizer(spec: TokenizerSpec) -> None:
+def _start_worker(spec: TokenizerSpec, parent: int) -> None:
     global _worker_tokenizer
+    _exit_with_parent(parent)
     _worker_tokenizer = spec.load()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A run killed with kill -9 (or by the OOM killer) cannot stop its workers, and an idle worker
+    never notices on its own: it would wait for work forever, holding its tokenizer's memory. So each
+    worker watches its parent and exits once it is gone (it is then re-parented)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _encode_in_worker(texts: Sequence[str]) -> EncodedBatch:

@@ -3,7 +3,7 @@
 import dagster as dg
 from pydantic import Field
 
-from fw_assets.tokenizing.encode import default_worker_count
+from fw_assets.lib.cores import usable_cores
 from fw_assets.tokenizing.tokenizer import TIKTOKEN, TokenizerSpec
 
 
@@ -25,7 +25,11 @@ class TokenizerResource(dg.ConfigurableResource):
         description="End-of-document token appended to every document. Empty: <|endoftext|> for "
         "tiktoken; for tokenizer.json the first of </s>, <|endoftext|>, <eos>, [SEP] it has.",
     )
-    workers: int = Field(default=0, description="Encoding processes; 0 means one per core.")
+    workers: int = Field(
+        default=0,
+        description="Encoding processes; 0 means one per core this process may use (its CPU "
+        "affinity and cgroup CPU quota, not the machine's count).",
+    )
     batch_size: int = Field(
         default=1000,
         description="Documents per task sent to a worker; 2 × workers tasks are in flight.",
@@ -37,7 +41,7 @@ class TokenizerResource(dg.ConfigurableResource):
     def worker_count(self) -> int:
         if self.workers < 0:
             raise ValueError(f"tokenizer workers must be 0 (one per core) or more, got {self.workers}")
-        return self.workers or default_worker_count()
+        return self.workers or usable_cores()
 
     def batch_rows(self) -> int:
         if self.batch_size < 1:

@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import tee
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.layout import token_files
@@ -66,10 +67,30 @@ class BucketTokens:
     bytes: int
     encoding_seconds: float  # reading and encoding the documents into the scratch files
     ordering_seconds: float  # ordering the keys by id and copying the tokens into the output
+    blank: "BlankTexts" = field(default_factory=lambda: BlankTexts())
 
     @property
     def seconds(self) -> float:
         return self.encoding_seconds + self.ordering_seconds
+
+
+@dataclass
+class BlankTexts:
+    """Documents dropped because their text is empty, whitespace or invisible characters only:
+    tokenized, each would be a training document of nothing but the end-of-document token."""
+
+    documents: int = 0
+    example_ids: list[str] = field(default_factory=list)
+
+    def drop_from(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch without its blank texts (marked by documents_to_tokenize.sql), counted."""
+        blank = batch.column("blank")
+        dropped = pc.sum(blank).as_py() or 0
+        if not dropped:
+            return batch
+        self.documents += dropped
+        self.example_ids += batch.filter(blank).column("id").to_pylist()[: 5 - len(self.example_ids)]
+        return batch.filter(pc.invert(blank))
 
 
 @dataclass(frozen=True)
@@ -102,9 +123,11 @@ def tokenize_buckets(
         where = f"Dump {dump}, bucket {bucket.name}"
         with _scratch_files(scratch, bucket.name) as files:
             began = time.monotonic()
+            blank = BlankTexts()
             documents, tokens = _encode_in_read_order(
-                con, bucket, files, encoder, token_dtype, batch_rows, progress, where
+                con, bucket, files, encoder, token_dtype, batch_rows, progress, where, blank
             )
+            progress.add(blank.documents, 0)
             encoded = time.monotonic()
             _write_in_id_order(con, files, bucket.prefix, token_dtype, gather_bytes)
             ordered = time.monotonic()
@@ -115,6 +138,7 @@ def tokenize_buckets(
             bytes=sum(path.stat().st_size for path in token_files(bucket.prefix)),
             encoding_seconds=encoded - began,
             ordering_seconds=ordered - encoded,
+            blank=blank,
         )
     return written
 
@@ -140,13 +164,15 @@ def _encode_in_read_order(
     batch_rows: int,
     progress: TokenProgress,
     where: str,
+    blank: BlankTexts,
 ) -> tuple[int, int]:
-    """Encode the bucket's documents into its scratch files. Returns (documents, tokens)."""
+    """Encode the bucket's documents but the blank ones (counted in `blank`) into its scratch
+    files. Returns (documents, tokens)."""
     parameters = {"files": [str(f) for f in bucket.files]}
     with con.cursor() as cursor:
         # a relation's reader streams; a DB-API result's (cursor.execute) would hold every row
         reader = cursor.sql(load_sql("documents_to_tokenize"), params=parameters).to_arrow_reader(batch_rows)
-        batches = _complete_batches(reader, con, bucket.files, where)
+        batches = _complete_batches(reader, con, bucket.files, where, blank)
         try:
             return _write_scratch(batches, files, encoder, token_dtype, progress)
         except BrokenProcessPool as error:
@@ -242,13 +268,20 @@ def _read_documents(
 
 
 def _complete_batches(
-    reader: pa.RecordBatchReader, con: duckdb.DuckDBPyConnection, files: list[Path], where: str
+    reader: pa.RecordBatchReader,
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    where: str,
+    blank: BlankTexts,
 ) -> Iterator[pa.RecordBatch]:
-    """The reader's batches; a row without id or text stops the run with the files that hold it."""
+    """The reader's batches without blank texts; a row without id or text stops the run with the
+    files that hold it."""
     for batch in reader:
         if batch.column("id").null_count or batch.column("text").null_count:
             raise ValueError(f"{where}: {_describe_missing_values(con, files)}")
-        yield batch
+        kept = blank.drop_from(batch)
+        if kept.num_rows:
+            yield kept
 
 
 def _describe_missing_values(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str:

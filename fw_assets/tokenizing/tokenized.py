@@ -1,19 +1,30 @@
 """`tokenized`: each bucket of a dump as Megatron token files, one partition per dump."""
 
+import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.layout import bucket_dump_dir, bucketed_files, token_files, token_prefix, tokenizer_dir
-from fw_assets.lib.manifest import describe
+from fw_assets.layout import (
+    bucketed_publication,
+    generation_record_path,
+    recorded_bucket_files,
+    token_files,
+    token_prefix,
+    tokenized_publication,
+    tokenizer_dir,
+)
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.progress import TokenProgress
@@ -34,12 +45,12 @@ MODULES = (
 @dg.asset(
     **PER_DUMP,
     deps=[bucketed],
-    pool="tokenizer",
     code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
     description="Each bucket of the dump as Megatron-LM token files: "
-    "tokenized/<tokenizer>/<bucket>/<dump>.bin + .idx (one sequence per document, EOD appended, "
-    "documents in id order) and .docs.parquet (document index -> source id, token count).",
+    "`tokenized/<tokenizer>/<bucket>/<dump>.bin` + `.idx` (one sequence per document, EOD appended, "
+    "documents in id order) and `.docs.parquet` (document index -> source id, token count); "
+    "blank texts are dropped and counted.",
 )
 def tokenized(
     context: dg.AssetExecutionContext,
@@ -54,8 +65,13 @@ def tokenized(
     token_dtype = optimal_token_dtype(identity["vocab_size"])
     workers, batch_rows = tokenizer.worker_count(), tokenizer.batch_rows()
     started = time.monotonic()
-    with staged_publication(storage.output_root, f"tokenized-{name}-{dump}") as staging:
-        buckets = _bucket_inputs(storage, dump, staging.path)
+    root, log = storage.output_root, context.log.info
+    with (
+        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump)),
+        staged_publication(root, tokenized_publication(name, dump), dump, log) as staging,
+        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
+    ):
+        buckets = _bucket_inputs(storage, dump, bucketed_record, staging.path)
         total = sum(b.documents for b in buckets)
         context.log.info(
             f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
@@ -69,28 +85,51 @@ def tokenized(
                 scratch=staging.path / "scratch",
             )
         progress.report()
-        staging.publish(_moves(storage, name, dump, staging.path, written))
-    return dg.MaterializeResult(
-        metadata=_metadata(
-            written, identity, str(token_dtype), workers, time.monotonic() - started,
-            tokenizer_dir(storage.output_root, name),
+        _warn_of_blank_texts(context.log.warning, dump, written, total)
+        staging.publish(
+            _moves(storage, name, dump, staging.path, written),
+            _record_contents(written, identity, bucketed_record),
         )
+    return dg.MaterializeResult(
+        metadata={
+            **_metadata(
+                written, identity, str(token_dtype), workers, time.monotonic() - started,
+                tokenizer_dir(storage.output_root, name),
+            ),
+            **warehouse.cores_metadata(),  # the DuckDB threads ordering the keys; usable_cores
+        }
     )
 
 
-def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[BucketInput]:
-    """The dump's buckets that hold documents (counted from the published files' footers), each
-    with its staged output prefix. A bucket without documents has nothing to tokenize: see _moves."""
+# Tokens take about the bytes of the text they encode (4-byte ids, ~4 characters a token), about
+# 3.5x its zstd parquet; the scratch copy of the largest bucket adds up to as much again.
+SPACE_PER_BUCKETED_BYTE = 5
+
+
+def _space_needed(root: Path, dump: str) -> SpaceNeed:
+    record = generation_record_path(root, bucketed_publication(dump))
+    parquet = sum(json.loads(record.read_text())["files"].values()) if record.is_file() else 0
+    return SpaceNeed(
+        parquet * SPACE_PER_BUCKETED_BYTE,
+        f"about {SPACE_PER_BUCKETED_BYTE}x the dump's bucketed parquet: token files and scratch",
+    )
+
+
+def _bucket_inputs(
+    storage: FineWebStorage, dump: str, record: dict | None, staging: Path
+) -> list[BucketInput]:
+    """The dump's buckets that hold documents, as the published generation of bucketed records
+    them, each with its staged output prefix. A bucket recorded without documents has nothing to
+    tokenize (see _moves); a bucket folder that is absent is never taken for an empty bucket."""
     root = storage.output_root
-    files = bucketed_files(root, dump, SEED_POLICY)
-    if not any(files.values()):
+    if record is None:
         raise dg.Failure(
-            f"Dump {dump}: no bucketed parquet under {bucket_dump_dir(root, '<bucket>', dump)}/ "
-            "for any bucket. Materialize `bucketed` for this dump first; nothing was published."
+            f"Dump {dump}: bucketed was never published for this dump (no generation record at "
+            f"{generation_record_path(root, bucketed_publication(dump))}). Materialize `bucketed` "
+            "for this dump first; nothing was published."
         )
     buckets = []
-    for bucket, paths in files.items():
-        documents = sum(describe(path).rows for path in paths)
+    for bucket, (documents, paths) in recorded_bucket_files(root, record).items():
         if documents:
             prefix = staging / bucket / dump
             prefix.parent.mkdir(parents=True)
@@ -101,14 +140,47 @@ def _bucket_inputs(storage: FineWebStorage, dump: str, staging: Path) -> list[Bu
 def _moves(
     storage: FineWebStorage, name: str, dump: str, staging: Path, written: dict[str, BucketTokens]
 ) -> dict[Path, Path | None]:
-    """Every bucket's three files onto their published paths. A bucket without documents gets
-    no files (Megatron cannot map an empty .bin), and an older output of it is removed."""
+    """Every bucket's three files onto their published paths. A bucket without documents (none
+    bucketed, or only blank texts) gets no files (Megatron cannot map an empty .bin), and an older
+    output of it is removed."""
     moves: dict[Path, Path | None] = {}
     for bucket in [b.name for b in SEED_POLICY.buckets]:
         targets = token_files(token_prefix(storage.output_root, name, bucket, dump))
-        staged = token_files(staging / bucket / dump) if bucket in written else [None] * len(targets)
+        has_documents = bucket in written and written[bucket].documents
+        staged = token_files(staging / bucket / dump) if has_documents else [None] * len(targets)
         moves.update(zip(targets, staged))
     return moves
+
+
+def _record_contents(written: dict[str, BucketTokens], identity: dict, bucketed_record: dict) -> dict:
+    """What the generation record says: documents per bucket (0: no files, recorded as a fact),
+    the bucketed generation they were read from, and the tokenizer."""
+    return {
+        "documents": {
+            b.name: written[b.name].documents if b.name in written else 0 for b in SEED_POLICY.buckets
+        },
+        "blank_documents_dropped": {bucket: w.blank.documents for bucket, w in written.items()},
+        "bucketed_generation": bucketed_record["generation"],
+        "tokenizer": identity,
+    }
+
+
+# Above this share of a dump's documents, blank texts are worth a warning: FineWeb-Edu's extraction
+# leaves next to none, so many of them mean a broken export upstream.
+BLANK_WARNING_SHARE = 0.001
+
+
+def _warn_of_blank_texts(
+    warn: Callable[[str], None], dump: str, written: dict[str, BucketTokens], total: int
+) -> None:
+    dropped = sum(w.blank.documents for w in written.values())
+    if total and dropped / total > BLANK_WARNING_SHARE:
+        examples = [i for w in written.values() for i in w.blank.example_ids][:5]
+        warn(
+            f"Dump {dump}: dropped {dropped:,} of {total:,} documents ({dropped / total:.2%}, more than "
+            f"{BLANK_WARNING_SHARE:.1%}) whose text is empty, whitespace or invisible characters only "
+            f"(e.g. {', '.join(examples)}); check the export that produced this dump."
+        )
 
 
 def _metadata(
@@ -124,6 +196,7 @@ def _metadata(
     metadata = {
         "dagster/row_count": documents,
         "documents": documents,
+        "blank_documents_dropped": sum(w.blank.documents for w in written.values()),
         "tokens": tokens,
         "bytes_written": dg.MetadataValue.int(sum(w.bytes for w in written.values())),
         "seconds": round(seconds, 2),
@@ -145,12 +218,16 @@ def _metadata(
         metadata[f"documents_{bucket}"] = w.documents
         metadata[f"tokens_{bucket}"] = w.tokens
         metadata[f"bytes_{bucket}"] = w.bytes
+        metadata[f"blank_dropped_{bucket}"] = w.blank.documents
         per_doc = w.tokens / w.documents if w.documents else 0.0
         rate = w.tokens / w.seconds if w.seconds else 0.0
         phases = (w.encoding_seconds, w.ordering_seconds)
-        rows.append((bucket, w.documents, w.tokens, per_doc, w.bytes, *phases, round(rate)))
+        rows.append(
+            (bucket, w.documents, w.tokens, per_doc, w.bytes, *phases, round(rate), w.blank.documents)
+        )
     header = [
-        "bucket", "documents", "tokens", "tokens/doc", "bytes", "encoding s", "ordering s", "tokens/s",
+        "bucket", "documents", "tokens", "tokens/doc", "bytes", "encoding s", "ordering s",
+        "tokens/s", "blank texts dropped",
     ]
     metadata["buckets"] = dg.MetadataValue.md(table(header, rows))
     return metadata

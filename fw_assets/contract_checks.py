@@ -1,0 +1,101 @@
+"""A stage's data contract as Dagster asset checks: one result per dump, on that dump's data.
+
+Every asset with a contract follows one pattern (raw, sampled, bucketed; dedup and mixtures next):
+
+    report = ContractReport(dump, "stage", check_stage(con, ...))  # plain contract code
+    yield from report.refuse_if_blocked()   # a blocking check failed: report every result, fail
+    staging.publish(...)                    # reached only when every blocking check passed
+    yield report.materialization(metadata)  # the results attached to this materialization
+
+Why this shape: Dagster gives a check result the step's partition (a run of one dump) and links it
+to the latest materialization of that partition at the moment the result is evaluated. Results
+attached to the `MaterializeResult` are evaluated just after it is stored, so each dump's checks
+point at the very data they checked; a result yielded before it would point at the dump's previous
+materialization, or at none. A refused step stores no materialization: its results still carry the
+dump's partition, and the UI shows them against the dump's last published output, which stays as it
+was. The specs are blocking too: should a failed blocking result ever reach Dagster without the step
+raising, the dump's later stages still do not run.
+"""
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, rejection_message
+from fw_assets.partitions import dump_partitions
+
+# What an asset with a contract yields: its check results (only when refused), or its materialization.
+Events = Iterator[dg.AssetCheckResult | dg.MaterializeResult]
+
+
+def check_specs(asset: str, checks: Sequence[ContractCheck]) -> list[dg.AssetCheckSpec]:
+    """Per-dump asset checks of `asset`, one per contract check."""
+    return [
+        dg.AssetCheckSpec(
+            check.name,
+            asset=asset,
+            description=check.description,
+            blocking=check.blocking,
+            partitions_def=dump_partitions,
+        )
+        for check in checks
+    ]
+
+
+@dataclass(frozen=True)
+class ContractReport:
+    """One step's contract outcomes for one dump, reported the one way that attributes them right."""
+
+    dump: str
+    stage: str
+    outcomes: Sequence[CheckOutcome]
+
+    def refuse_if_blocked(self) -> Iterator[dg.AssetCheckResult]:
+        """If a blocking check failed: yield every result, then fail the step naming each
+        violation, before anything is published. Otherwise yield nothing."""
+        if any(outcome.blocks for outcome in self.outcomes):
+            yield from (check_result(outcome) for outcome in self.outcomes)
+            guard(self.dump, self.stage, self.outcomes)
+
+    def materialization(self, metadata: Mapping[str, Any]) -> dg.MaterializeResult:
+        """The step's materialization with every check result attached (warnings included)."""
+        return dg.MaterializeResult(
+            metadata=metadata, check_results=[check_result(outcome) for outcome in self.outcomes]
+        )
+
+
+def check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
+    """The outcome as Dagster shows it: pass/fail, severity, figures and violations."""
+    metadata: dict[str, dg.RawMetadataValue] = dict(outcome.figures)
+    metadata["failing_rows"] = sum(v.rows for v in outcome.violations)
+    if outcome.details:
+        metadata["details"] = dg.MetadataValue.md(outcome.details)
+    if outcome.violations:
+        metadata["violations"] = dg.MetadataValue.md(outcome.violations_table())
+        metadata["problems"] = dg.MetadataValue.json([v.describe() for v in outcome.violations])
+    return dg.AssetCheckResult(
+        check_name=outcome.check.name,
+        passed=outcome.passed,
+        severity=dg.AssetCheckSeverity.ERROR if outcome.check.blocking else dg.AssetCheckSeverity.WARN,
+        metadata=metadata,
+    )
+
+
+def guard(dump: str, stage: str, outcomes: Sequence[CheckOutcome]) -> None:
+    """Raise a `dg.Failure` naming every blocking violation; do nothing if none. On its own (no
+    check results) where a step re-checks another stage's contract before relying on it."""
+    blocking = [o for o in outcomes if o.blocks]
+    if blocking:
+        raise dg.Failure(
+            description=rejection_message(dump, stage, blocking),
+            metadata={
+                "dump": dump,
+                "failed_checks": ", ".join(o.check.name for o in blocking),
+                "failing_rows": sum(v.rows for o in blocking for v in o.violations),
+                "problems": dg.MetadataValue.json(
+                    [f"{o.check.name}: {v.describe()}" for o in blocking for v in o.violations]
+                ),
+            },
+        )

@@ -1,0 +1,137 @@
+"""Runs that die without telling Dagster, and the machine's slots for heavy steps.
+
+A run killed with kill -9 (or by the OOM killer) stays STARTED in Dagster's history forever: a CLI
+run is not watched by the daemon, and Dagster 1.13's run monitoring cannot check the health of the
+default launcher's runs either. Such runs used to keep their pool slot claimed and count against
+`max_concurrent_runs`. So every step records its host and process in its run's tags, and every
+step and every sensor tick fails the STARTED runs of this host whose process is gone.
+
+Heavy steps (DuckDB, the tokenizer) take a slot of this machine (fw_assets.lib.slots, a lock the
+kernel frees when the process dies) instead of a Dagster pool slot, which only a live process or
+the daemon can give back. The number of slots per pool is the instance's pool limit:
+`concurrency: pools: default_limit` in dagster.yaml, or `dagster instance concurrency set duckdb 2`.
+"""
+
+import os
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets.layout import machine_slots_dir
+from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
+from fw_assets.lib.slots import machine_slot
+
+DUMP_TAG = "fw_assets/dump"  # a backfill's runs carry only a partition range: name the dump
+HOST_TAG = "fw_assets/host"
+PID_TAG = "fw_assets/pid"
+PROCESS_START_TAG = "fw_assets/process_start"
+
+DUCKDB_POOL = "duckdb"
+TOKENIZER_POOL = "tokenizer"
+
+
+def process_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22), None if no
+    such process: a pid and its start time name one process, even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # the command name in parentheses may hold spaces
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _this_process() -> dict[str, str]:
+    pid = os.getpid()
+    started = process_start(pid) or ""
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(pid), PROCESS_START_TAG: started}
+
+
+def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> list[str]:
+    """Mark failed every STARTED run of this host whose process is gone; free its Dagster slots."""
+    host = socket.gethostname()
+    records = instance.get_run_records(
+        dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: host})
+    )
+    failed = []
+    for record in records:
+        run = record.dagster_run
+        pid, started = run.tags.get(PID_TAG, ""), run.tags.get(PROCESS_START_TAG, "")
+        if not pid.isdigit() or process_start(int(pid)) == started:
+            continue
+        message = (
+            f"Run {run.run_id} stopped without a word (its process {pid} on {host} is gone: "
+            "killed, or out of memory). Marked failed by a later run; its outputs were rolled back "
+            "to the previous generation. Re-run the dump."
+        )
+        instance.report_run_failed(run, message=message)
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        log(message)
+        failed.append(run.run_id)
+    return failed
+
+
+def start_step(context: dg.AssetExecutionContext) -> None:
+    """Record the dump and this step's process in its run's tags (shown on the run's page), and
+    fail the runs of this host that died."""
+    tags = {DUMP_TAG: context.partition_key, **_this_process()}
+    context.instance.add_run_tags(context.run.run_id, tags)
+    fail_dead_runs(context.instance, context.log.warning)
+
+
+def pool_limit(instance: dg.DagsterInstance, pool: str) -> int:
+    """Steps of `pool` one machine runs at once: the instance's limit for it, else its default."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return 1
+    limits = {limit.name: limit.limit for limit in storage.get_pool_limits()}
+    return limits.get(pool) or storage.get_pool_config().default_pool_limit or 1
+
+
+def how_to_free(holder: dict) -> str:
+    """Who holds a slot, and how an operator frees it without waiting."""
+    if not holder:
+        return "a run that is just starting"
+    return (
+        f"run {holder.get('run_id')} ({holder.get('step')} of {holder.get('dump')}, pid "
+        f"{holder.get('pid')} on {holder.get('host')}, since {holder.get('since')}); to free it now, "
+        f"terminate that run in the UI (Runs → {holder.get('run_id')}) or `kill {holder.get('pid')}`"
+    )
+
+
+@contextmanager
+def writing_step(
+    context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed
+) -> Iterator[None]:
+    """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
+    naming the path and the space it needs, not a traceback."""
+    step = context.asset_key.to_user_string()
+    try:
+        with explaining_disk_errors(output_root, context.partition_key, step, need):
+            start_step(context)
+            yield
+    except OutputDiskError as error:
+        raise dg.Failure(description=str(error)) from error
+
+
+@contextmanager
+def heavy_step(
+    context: dg.AssetExecutionContext, output_root: Path, pool: str, need: SpaceNeed
+) -> Iterator[None]:
+    """A `writing_step` holding a slot of `pool` on this machine while it works."""
+    holder = {
+        "run_id": context.run.run_id,
+        "step": context.asset_key.to_user_string(),
+        "dump": context.partition_key,
+        "host": socket.gethostname(),
+    }
+    folder = machine_slots_dir(output_root, socket.gethostname())
+    limit = pool_limit(context.instance, pool)
+    with (
+        writing_step(context, output_root, need),
+        machine_slot(folder, pool, limit, holder, context.log.info, how_to_free),
+    ):
+        yield

@@ -1,0 +1,61 @@
+"""A full or read-only output disk fails the step with a message naming the path and the space
+it needs, never a traceback, and never changes what was published (real tmpfs mounts)."""
+
+import subprocess
+
+import pytest
+
+from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets_tests.helpers import materialize_dump, published_tree
+
+DUMP = SAMPLE_DUMPS[0]
+
+
+def mount(*arguments: str) -> None:
+    result = subprocess.run(["mount", *arguments], capture_output=True, text=True)
+    if result.returncode:
+        pytest.skip(f"cannot mount a test filesystem here ({result.stderr.strip()}): needs root")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB filesystem of its own, unmounted after the test."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk))
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def failure(result, step: str) -> str:
+    return result.failure_data_for_node(step).user_failure_data.description
+
+
+@pytest.mark.e2e
+def test_a_full_disk_names_the_path_and_the_space_needed(sample_source, small_disk):
+    result = materialize_dump(sample_source, small_disk, DUMP, raise_on_error=False)
+    message = failure(result, "bucketed")
+    for expected in (f"Dump {DUMP}: bucketed ran out of disk space writing {small_disk}",
+                     "needs about", "at most the dump's source size", "is free now",
+                     "previous output is unchanged"):
+        assert expected in message, message
+    assert not any(path.startswith("en/") for path in published_tree(small_disk))
+
+
+@pytest.mark.e2e
+def test_a_read_only_output_names_the_path_and_keeps_the_published_files(sample_source, tmp_path):
+    output = tmp_path / "output"
+    output.mkdir()
+    mount("-t", "tmpfs", "-o", "size=64m", "tmpfs", str(output))
+    try:
+        materialize_dump(sample_source, output, DUMP)
+        before = published_tree(output)
+        mount("-o", "remount,ro", str(output))
+        result = materialize_dump(sample_source, output, DUMP, raise_on_error=False)
+        message = failure(result, "raw")
+        for expected in (f"Dump {DUMP}: raw cannot write {output}", "Read-only file system",
+                         "make both writable", "previous output is unchanged"):
+            assert expected in message, message
+        assert published_tree(output) == before
+    finally:
+        subprocess.run(["umount", "-l", str(output)], check=False)

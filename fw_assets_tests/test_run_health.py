@@ -1,0 +1,181 @@
+"""A run killed with kill -9 never blocks the runs after it: its machine slot is freed with its
+process, the next run marks it failed, a waiting step says who holds the slot and stops when asked,
+and tokenizer workers die with their run."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import dagster as dg
+import psutil
+import pytest
+
+from fw_assets.lib.slots import machine_slot, slot_holders
+from fw_assets.run_health import PID_TAG, how_to_free
+from fw_assets.synthetic import write_sample_dump
+from fw_assets.settings import SENSOR_INTERVAL_ENV
+from fw_assets_tests.conftest import subprocess_env
+from fw_assets_tests.dagster_services import DagsterServices
+
+DUMP, OTHER_DUMP, NEW_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15", "CC-MAIN-2014-23"
+
+
+def test_a_waiting_step_names_the_holder_and_gets_the_slot_when_it_is_freed(tmp_path):
+    messages, got = [], threading.Event()
+    release = threading.Event()
+
+    def hold():
+        holder = {"run_id": "first-run"}
+        with machine_slot(tmp_path, "duckdb", 1, holder, messages.append, lambda h: h["run_id"]):
+            got.set()
+            release.wait(10)
+
+    first = threading.Thread(target=hold)
+    first.start()
+    got.wait(5)
+    assert [h["run_id"] for h in slot_holders(tmp_path, "duckdb")] == ["first-run"]
+    threading.Timer(0.5, release.set).start()
+    with machine_slot(tmp_path, "duckdb", 1, {"run_id": "second"}, messages.append, str) as slot:
+        assert slot == 0
+    first.join()
+    assert "Waiting for a duckdb slot" in messages[0] and "first-run" in messages[0]
+    assert messages[-1].startswith("Got a duckdb slot after waiting")
+
+
+def test_two_slots_let_two_steps_run_at_once(tmp_path):
+    with machine_slot(tmp_path, "duckdb", 2, {"run_id": "a"}, print, str) as first:
+        with machine_slot(tmp_path, "duckdb", 2, {"run_id": "b"}, print, str) as second:
+            assert {first, second} == {0, 1}
+            assert sorted(h["run_id"] for h in slot_holders(tmp_path, "duckdb")) == ["a", "b"]
+    assert slot_holders(tmp_path, "duckdb") == []
+
+
+def cli_run(source: Path, output: Path, home: Path, dump: str, select: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+         "--select", select, "--partition", dump],
+        env=subprocess_env(source, output, home), start_new_session=True, **popen,
+    )
+
+
+def wait_until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return value
+
+
+@pytest.mark.e2e
+def test_a_cli_run_killed_mid_step_is_failed_and_never_blocks_the_next_run(tmp_path, dagster_home):
+    source, output = tmp_path / "source", tmp_path / "out"
+    write_sample_dump(source, DUMP, rows=60_000, files=3, seed=11)
+    killed = cli_run(source, output, dagster_home, DUMP, "sampled", stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: list((output / ".staging").glob(f"sampled-{DUMP}.*")), 120, "sampling")
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+
+    nxt = cli_run(source, output, dagster_home, DUMP, "sampled", stderr=subprocess.PIPE, text=True)
+    _, log = nxt.communicate(timeout=300)
+    assert nxt.returncode == 0, log[-3000:]
+    assert "Marked failed by a later run" in log
+    with dg.DagsterInstance.get() as instance:
+        statuses = sorted(r.status.value for r in instance.get_runs())
+    assert statuses == ["FAILURE", "SUCCESS"], "the killed run no longer counts as running"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_waiting_for_a_slot_says_who_holds_it_and_stops_when_asked(
+    tmp_path, dagster_home, stop
+):
+    source, output = tmp_path / "source", tmp_path / "out"
+    write_sample_dump(source, DUMP, rows=500, files=1, seed=3)
+    slots = output / ".staging" / "slots" / os.uname().nodename
+    holder = {"run_id": "run-holding-duckdb", "step": "bucketed", "dump": OTHER_DUMP, "host": "here"}
+    with machine_slot(slots, "duckdb", 1, holder, print, how_to_free):
+        waiting = cli_run(source, output, dagster_home, DUMP, "sampled", stderr=subprocess.PIPE, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(waiting.stderr), daemon=True)
+        reader.start()
+        wait_until(lambda: any("Waiting for a duckdb slot" in line for line in lines), 120, "the wait")
+        message = next(line for line in lines if "Waiting for a duckdb slot" in line)
+        for expected in ("run-holding-duckdb", f"bucketed of {OTHER_DUMP}", "kill ", "Terminate"):
+            assert expected.lower() in message.lower(), message
+        os.killpg(waiting.pid, stop)
+        assert waiting.wait(timeout=30) != 0, "the waiting run stopped"
+    assert not (output / "selection").exists()
+
+
+SPAWN_ENCODER = """
+import sys, time
+from fw_assets.tokenizing.encode import ParallelEncoder
+from fw_assets.tokenizing.resources import TokenizerResource
+with ParallelEncoder(TokenizerResource(workers=2).spec(), 2) as encoder:
+    list(encoder.encode([["a few words"]] * 4))
+    print("encoded", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.e2e
+def test_tokenizer_workers_die_with_a_killed_run():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = subprocess.Popen([sys.executable, "-c", SPAWN_ENCODER], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout.readline().strip() == "encoded"
+        workers = [p for p in psutil.Process(run.pid).children() if "python" in p.name().lower()]
+        assert len(workers) >= 2
+    finally:
+        run.kill()
+        run.wait()
+
+    def all_gone():
+        return all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in workers)
+
+    wait_until(all_gone, 15, "the orphaned workers to exit")
+
+
+
+@pytest.mark.e2e
+def test_two_killed_cli_runs_never_hold_the_run_queue(tmp_path, dagster_home):
+    """Two CLI runs killed -9 used to stay STARTED and fill max_concurrent_runs (2), so the sensor's
+    runs queued forever. The sensor's tick now fails them, and the new dump's run finishes."""
+    home, source, output = dagster_home, tmp_path / "source", tmp_path / "out"
+    killed = []
+    for dump in (DUMP, OTHER_DUMP):
+        write_sample_dump(source, dump, rows=30_000, files=2, seed=5)
+        killed.append(cli_run(source, output, home, dump, "sampled", stderr=subprocess.DEVNULL))
+    try:
+        wait_until(lambda: list((output / ".staging").glob("sampled-*")), 120, "a run to be sampling")
+        with dg.DagsterInstance.get() as instance:  # one samples, the other waits for the slot
+            wait_until(
+                lambda: sum(PID_TAG in r.tags for r in instance.get_runs()) == 2, 120, "both runs to start"
+            )
+    finally:
+        for run in killed:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    for dump in (DUMP, OTHER_DUMP):  # only the new dump is for the sensor to process
+        shutil.rmtree(source / "data" / dump)
+
+    services = DagsterServices(
+        home, {"FW_SOURCE_DIR": str(source), "FW_OUTPUT_DIR": str(output), SENSOR_INTERVAL_ENV: "5"}
+    )
+    try:
+        services.wait_until_ready()
+        write_sample_dump(source, NEW_DUMP, rows=500, files=1, seed=6)
+        tags = {"dagster/sensor_name": "new_dumps", "dagster/partition": NEW_DUMP}
+        services.wait_for_runs("the sensor's run of the new dump", tags, 1)
+    finally:
+        services.stop()
+    with dg.DagsterInstance.get() as instance:
+        cli_runs = [r for r in instance.get_runs() if "dagster/sensor_name" not in r.tags]
+    assert sorted(r.status.value for r in cli_runs) == ["FAILURE", "FAILURE"]
