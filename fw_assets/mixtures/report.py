@@ -9,14 +9,19 @@ from fw_assets.mixtures.contract import BlendError, MemberFigures, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
 
 
-def megatron_args_block(stage: StagePlan) -> str:
-    """The stage's training flags, ready to paste after `pretrain_gpt.py`."""
+def megatron_args_text(stage: StagePlan) -> str:
+    """The stage's training flags, one per line, ready to paste after `pretrain_gpt.py`."""
     pairs, args, i = [], list(stage.megatron_args), 0
     while i < len(args):
         takes_value = i + 1 < len(args) and not args[i + 1].startswith("--")
         pairs.append(" ".join(shlex.quote(a) for a in args[i: i + 1 + takes_value]))
         i += 1 + takes_value
-    return "```\n" + " \\\n    ".join(pairs) + "\n```"
+    return " \\\n    ".join(pairs)
+
+
+def megatron_args_block(stage: StagePlan) -> str:
+    """The flags as a markdown code block."""
+    return f"```\n{megatron_args_text(stage)}\n```"
 
 
 def stage_table(stages: Sequence[StagePlan]) -> str:
