@@ -3,6 +3,7 @@ checks per recipe, Megatron-Core reading their cache without building anything, 
 Megatron's own sample, and bad recipes, failed checks and stale plans refused with nothing changed."""
 
 import copy
+import filecmp
 import json
 import logging
 import shutil
@@ -174,7 +175,10 @@ def test_megatron_reads_the_assets_cache_builds_nothing_and_gets_the_same_sample
         ours = [d for d in megatron_build(stage, cache) if d is not None]
         assert snapshot(cache) == before
         theirs = [d for d in megatron_build(stage, tmp_path / "empty") if d is not None]
-        assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == sorted(before)
+        names = sorted(p.name for p in (tmp_path / "empty").iterdir())
+        assert names == sorted(before)
+        _, mismatch, errors = filecmp.cmpfiles(tmp_path / "empty", cache, names, shallow=False)
+        assert mismatch == [] and errors == []
         for mine, megatrons in zip(ours, theirs):
             assert len(mine) == len(megatrons)
             for n in [0, len(mine) // 2, len(mine) - 1]:
