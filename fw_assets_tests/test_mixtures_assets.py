@@ -9,6 +9,7 @@ import logging
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -213,20 +214,15 @@ def assert_explains(explained: dict, stage, item) -> None:
     assert all(d["id"].startswith("<urn:uuid:") and d["dump"] == member.dump for d in explained["documents"])
 
 
-class megatron_process_group:
+@contextmanager
+def megatron_process_group(folder: Path):
     """Megatron builds a blend only under torch.distributed: a one-process gloo group."""
+    import torch.distributed as dist
 
-    def __init__(self, folder: Path) -> None:
-        self.store = folder / "gloo-store"
-
-    def __enter__(self):
-        import torch.distributed as dist
-
-        dist.init_process_group("gloo", init_method=f"file://{self.store}", rank=0, world_size=1)
-
-    def __exit__(self, *exc):
-        import torch.distributed as dist
-
+    dist.init_process_group("gloo", init_method=f"file://{folder / 'gloo-store'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
         dist.destroy_process_group()
 
 
