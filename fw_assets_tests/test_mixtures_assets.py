@@ -33,17 +33,20 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.__main__ import main as mixtures_main
-from fw_assets.mixtures.cache import stage_caches
+from fw_assets.mixtures.cache import stage_caches, write_stage_cache
+from fw_assets.mixtures.contract import blend_errors, check_blend_error
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import recipe_files
-from fw_assets.mixtures.plan import stage_from_plan_json
+from fw_assets.mixtures.plan import plan_mixture, stage_from_plan_json
+from fw_assets.mixtures.recipe import load_recipe
 from fw_assets.partitions import dump_partitions
 from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, resources
+from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 RECIPE_NAME = "demo"  # a partition key from load time; the tests' recipe file replaces the shipped one
 RECIPE = {
@@ -301,3 +304,27 @@ def test_the_cli_builds_a_recipe_and_explain_names_megatrons_sample(built, sampl
 
 def built_recipe_dir(tmp_path: Path) -> Path:
     return write_recipe(tmp_path / "recipes", RECIPE).parent
+
+
+def test_the_blend_error_check_sees_a_blend_that_drifts_in_a_window(tmp_path):
+    """Megatron's greedy blend passes; the same draws sorted by prefix (right counts at the end,
+    each window one prefix only) fail the window rule, naming the blend's file."""
+    rng = np.random.default_rng(1)
+    for bucket in ["3.5", "4.0"]:
+        write_token_file(tmp_path, "synthetic", bucket, SAMPLE_DUMPS[0], document_lengths(rng, 400, 60), 50_000, rng)
+    recipe = {"tokenizer": "synthetic", "sources": {"a": {"buckets": ["4.0"]}, "b": {"buckets": ["3.5"]}},
+              "phases": [{"name": "main", "tokens": 30_000 * 32, "seq_length": 32}],
+              "megatron": {**RECIPE["megatron"], "split": "100,0,0",
+                           "tokenizer": {"type": "NullTokenizer", "vocab_size": 50_000}}}
+    stage = plan_mixture(load_recipe(write_recipe(tmp_path, recipe)), tmp_path, SAMPLE_DUMPS[:1]).stages[0]
+    cache = tmp_path / "cache"
+    write_stage_cache(stage, cache)
+    (errors,) = blend_errors(stage, cache)
+    assert errors.windows == 3 and check_blend_error([errors]).passed
+    dataset_index = np.load(cache / errors.blend_file.removeprefix("cache/"), mmap_mode="r+")
+    dataset_index[:] = np.sort(dataset_index)
+    dataset_index.flush()
+    (drifting,) = blend_errors(stage, cache)
+    assert drifting.end_error == errors.end_error and drifting.window_error > 0.5
+    outcome = check_blend_error([drifting])
+    assert not outcome.passed and outcome.violations[0].file == errors.blend_file
