@@ -143,7 +143,7 @@ def bucketed_texts(published: Path, dump: str) -> list[str]:
 
 def token_files_tokens(root: Path, dump: str) -> tuple[int, int]:
     """Documents and tokens (end-of-document tokens not counted) of a dump's token files."""
-    from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+    from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 
     documents = tokens = 0
     for idx in root.glob(f"tokenized/*/*/{dump}.idx"):
