@@ -10,7 +10,8 @@ numba compiles the same loop (a Python loop would take hours, see BENCHMARKS.md)
 exactly the C++'s: one multiply, one subtract, no fused multiply-add (numba's default, no fastmath).
 """
 
-import numba
+from functools import cache
+
 import numpy as np
 
 # dataset_index is int16, and Megatron asserts fewer than 32,767 datasets
@@ -24,10 +25,19 @@ def build_blend_indexes(weights: list[float], dataset_index: np.ndarray, dataset
         raise ValueError(f"a blend has 1 to {MAX_DATASETS} datasets, not {len(weights)}")
     if dataset_index.dtype != np.int16 or dataset_sample_index.dtype != np.int64:
         raise TypeError("dataset_index is int16 and dataset_sample_index int64, as Megatron writes them")
-    _greedy_draws(np.asarray(weights, dtype=np.float64), dataset_index, dataset_sample_index)
+    greedy_draws = _compiled_greedy_draws()
+    greedy_draws(np.asarray(weights, dtype=np.float64), dataset_index, dataset_sample_index)
 
 
-@numba.njit(cache=True, nogil=True)
+@cache
+def _compiled_greedy_draws():
+    """The loop below compiled by numba, imported here so that loading the code location does not
+    load LLVM (fw_assets_tests/test_structure.py)."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_greedy_draws)
+
+
 def _greedy_draws(weights, dataset_index, dataset_sample_index):  # pragma: no cover - compiled
     drawn = np.zeros(len(weights), dtype=np.int64)
     for sample in range(len(dataset_index)):
