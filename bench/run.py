@@ -22,6 +22,7 @@ from bench.suite import (
     Bench,
     Case,
     bucketing_cases,
+    fixed_cost_cases,
     machine,
     memory_cases,
     memory_limit_label,
@@ -31,7 +32,7 @@ from bench.suite import (
 from bench.verify import compare_ids, parquet_rows, published_layout, staging_layout
 
 REPO = Path(__file__).resolve().parents[1]
-GROUPS = ("bucketing", "tokenizing", "memory")
+GROUPS = ("bucketing", "tokenizing", "memory", "fixed")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -54,7 +55,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def plan(bench: Bench, groups: list[str], names: list[str]) -> list[Case]:
-    builders = {"bucketing": bucketing_cases, "tokenizing": tokenizing_cases, "memory": memory_cases}
+    builders = {
+        "bucketing": bucketing_cases, "tokenizing": tokenizing_cases, "memory": memory_cases,
+        "fixed": fixed_cost_cases,
+    }
     cases = [case for group in groups for case in builders[group](bench)]
     return [c for c in cases if not names or c.name in names]
 

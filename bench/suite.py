@@ -17,6 +17,7 @@ from bench.data import BENCH_DUMPS, DataSpec, dump_stats, quiet_duckdb
 from bench.measure import Measurement
 
 PYTHON = sys.executable
+REPO = prepare.REPO
 MEMORY_DUMP = "CC-MAIN-2099-01"  # name of the 4N dump: four dumps' files read as one
 
 
@@ -31,7 +32,7 @@ class Step:
 class Case:
     name: str
     label: str
-    group: str  # bucketing | tokenizing | memory
+    group: str  # bucketing | tokenizing | memory | fixed
     documents: int  # input documents
     text_bytes: int  # input text, UTF-8 bytes
     steps: list[Step]
@@ -128,6 +129,31 @@ def _dagster_chain_case(bench: Bench) -> Case:
     return Case(name, label, "bucketing", docs, text, steps, out, fresh_homes=[home])
 
 
+def fixed_cost_cases(bench: Bench) -> list[Case]:
+    """What a run costs before any data: Python importing Dagster, importing fw_assets' code
+    location, and the CLI materializing an empty partitioned asset (Dagster's own floor)."""
+    dump = bench.dumps[0]
+    out = bench.out("fixed")
+    imports = [
+        ("import_dagster", "python -c 'import dagster'", "import dagster"),
+        ("import_definitions", "python -c 'import fw_assets.definitions'", "import fw_assets.definitions"),
+    ]
+    cases = [
+        Case(name, label, "fixed", 0, 0, [Step([PYTHON, "-c", code], cwd=REPO)], out)
+        for name, label, code in imports
+    ]
+    home = bench.out("dagster_empty-home")
+    env = prepare.dagster_env(bench.source, out, home)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    command = [PYTHON, "-m", "dagster", "asset", "materialize", "-m", "bench.cases.empty_asset",
+               "--select", "empty", "--partition", dump]
+    cases.append(Case(
+        "dagster_empty", f"floor: dagster asset materialize of an empty asset ({dump})", "fixed", 0, 0,
+        [Step(command, env, home)], out, fresh_homes=[home],
+    ))
+    return cases
+
+
 def tokenized_asset_exists() -> bool:
     """Whether the code location defines the `tokenized` asset yet (checked in a subprocess:
     loading the definitions imports all of Dagster)."""
@@ -143,7 +169,7 @@ def bucketed_texts(published: Path, dump: str) -> list[str]:
 
 def token_files_tokens(root: Path, dump: str) -> tuple[int, int]:
     """Documents and tokens (end-of-document tokens not counted) of a dump's token files."""
-    from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+    from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 
     documents = tokens = 0
     for idx in root.glob(f"tokenized/*/*/{dump}.idx"):

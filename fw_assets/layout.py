@@ -9,6 +9,8 @@
     <output_root>/minhash/<dump>.keys.parquet              minhash: the band keys sorted by key
     <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
+    <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, report.md,
+                                                           cache/, blend.md
     <output_root>/published/<name>.json                    each output's generation record
     <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
@@ -172,3 +174,47 @@ def docs_path(prefix: Path) -> Path:
 def token_files(prefix: Path) -> list[Path]:
     """The files of one token output, all published together: `.bin`, `.idx`, `.docs.parquet`."""
     return [bin_path(prefix), idx_path(prefix), docs_path(prefix)]
+
+
+def shipped_recipes_dir() -> Path:
+    """The example mixture recipes that ship with fw_assets (`fw_assets/mixtures/*.yaml`)."""
+    return Path(__file__).parent / "mixtures"
+
+
+def mixture_dir(output_root: Path, recipe: str) -> Path:
+    """One recipe's outputs; also where training finds them, under the recipe's `data_root`."""
+    return output_root / "mixtures" / recipe
+
+
+def plan_path(output_root: Path, recipe: str) -> Path:
+    return mixture_dir(output_root, recipe) / "plan.json"
+
+
+def data_args_path(output_root: Path, recipe: str, stage: str) -> Path:
+    """A stage's `--data-args-path` file: `w1 prefix1 w2 prefix2 …`."""
+    return mixture_dir(output_root, recipe) / f"{stage}.data-args.txt"
+
+
+def mixture_cache_dir(output_root: Path, recipe: str) -> Path:
+    """`--data-cache-path`: Megatron's flat cache folder, shared by the recipe's stages."""
+    return mixture_dir(output_root, recipe) / "cache"
+
+
+def report_path(output_root: Path, recipe: str) -> Path:
+    """The plan's report: per source and prefix, tokens, samples, epochs, shares; the flags."""
+    return mixture_dir(output_root, recipe) / "report.md"
+
+
+def blend_report_path(output_root: Path, recipe: str) -> Path:
+    """The built blends' realized shares beside their targets, published with `cache/`."""
+    return mixture_dir(output_root, recipe) / "blend.md"
+
+
+def mixture_plan_publication(recipe: str) -> str:
+    """The name mixture_plan publishes a recipe's plan, data-args and report under."""
+    return f"mixture_plan-{recipe}"
+
+
+def megatron_indexes_publication(recipe: str) -> str:
+    """The name megatron_indexes publishes a recipe's `cache/` under."""
+    return f"megatron_indexes-{recipe}"

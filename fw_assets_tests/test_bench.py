@@ -30,3 +30,17 @@ def test_bench_command_measures_and_cross_checks_the_bucketing_cases(tmp_path):
         assert "datatrove is not installed" in out
     (report,) = (tmp_path / "results").glob("*.md")
     assert "| case | docs in |" in report.read_text()
+
+
+@pytest.mark.e2e
+def test_bench_fixed_group_measures_imports_and_an_empty_dagster_run(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--rows", "3000", "--files", "2", "--dumps", "1",
+         "--runs", "1", "--groups", "fixed",
+         "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results")],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    rows = [line for line in completed.stdout.splitlines() if line.startswith("| ")]
+    for label in ("import dagster", "import fw_assets.definitions", "an empty asset"):
+        assert any(label in row for row in rows), label

@@ -1,4 +1,5 @@
-"""The README's first command: the demo runs every stage of every sample dump and says where it went."""
+"""The README's first command: the demo runs every stage of every sample dump, builds the demo
+mixture over them, and says where it went."""
 
 import subprocess
 import sys
@@ -28,3 +29,7 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
     later = next(line for line in finished.stdout.splitlines() if line.startswith(f"| {dumps[1]} | "))
     assert int(later.split("|")[4].replace(",", "")) > 0, "the later dump drops copies of the earlier one"
     assert "python -m fw_assets.dedup explain '<urn:uuid:" in finished.stdout
+    assert "materialized demo" in finished.stdout and "mixture demo" in finished.stdout
+    assert "| main | main | 1,000,000 | 256 |" in finished.stdout  # the plan's stage table
+    assert f"--data-cache-path {output}/mixtures/demo/cache" in finished.stdout
+    assert list((output / "mixtures" / "demo" / "cache").glob("*-BlendedDataset-train-dataset_index.npy"))

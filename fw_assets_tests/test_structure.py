@@ -200,3 +200,42 @@ def test_plain_modules_do_not_import_dagster():
         and any(name == "dagster" or name.startswith("dagster.") for name in imports(module))
     ]
     assert not with_dagster
+
+
+# Libraries only a step uses: loading the code location (the webserver, the daemon, every run's
+# process) must not import them. pandas + pandera cost ~0.45 CPU s (BENCHMARKS.md).
+STEP_ONLY_LIBRARIES = ("pandas", "pandera", "tiktoken", "tokenizers", "numba", "torch", "datatrove")
+
+
+def load_time_imports(module: str) -> set[str]:
+    """Modules `module` imports when it is loaded: its top-level import statements (also inside a
+    top-level `if`/`try`, except `if TYPE_CHECKING:`), not those inside functions."""
+    found, pending = set(), list(tree(module).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.If) and not ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            pending += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            pending += node.body + node.orelse + node.finalbody
+    return found
+
+
+def test_loading_the_definitions_imports_no_step_only_library():
+    loaded, pending, libraries = set(), ["fw_assets.definitions"], set()
+    while pending:
+        module = pending.pop()
+        if module in loaded:
+            continue
+        loaded.add(module)
+        parents = [module.rsplit(".", depth)[0] for depth in range(1, module.count(".") + 1)]
+        for name in load_time_imports(module) | set(parents):
+            if name in modules():
+                pending.append(name)
+            elif not name.startswith("fw_assets"):
+                libraries.add(name.split(".")[0])
+    assert "fw_assets.bucketing.raw" in loaded and "fw_assets.tokenizing.tokenized" in loaded
+    assert sorted(libraries & set(STEP_ONLY_LIBRARIES)) == []

@@ -20,9 +20,9 @@ from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
 from fw_assets.policy import SEED_POLICY
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets.tokenizing.doc_index import read_document_index
+from fw_assets.lib.doc_index import read_document_index
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetReader
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource

@@ -9,8 +9,6 @@ import pyarrow.parquet as pq
 
 from fw_assets.contracts import rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.contracts.frames import footer_frame, footer_violations
-from fw_assets.contracts.schemas import bucketed_schema
 from fw_assets.contracts import selection
 from fw_assets.contracts.selection import bucket_tallies, register_policy
 from fw_assets.contracts.tallies import (
@@ -106,6 +104,10 @@ def footer_outcome(
     files_by_bucket: Mapping[str, Sequence[Path]], policy: SamplingPolicy
 ) -> CheckOutcome:
     """Every file in a policy bucket, with exactly the output columns and types."""
+    # pandera on demand, not at code-location load (fw_assets.contracts.raw says why)
+    from fw_assets.contracts.frames import footer_frame, footer_violations
+    from fw_assets.contracts.schemas import bucketed_schema
+
     buckets = {b.name: b for b in policy.buckets}
     violations = []
     for bucket, paths in sorted(files_by_bucket.items()):

@@ -4,25 +4,23 @@ Footers first (readable, the ten columns, their types); only a dump whose files 
 read, and then only its key columns: id, score, dump, file_path and int_score over every row in
 one DuckDB aggregate plus one pass for duplicate ids, text nulls from the footers' statistics,
 and a few sampled row groups per file for the deeper text checks.
+
+pandas and pandera (~0.5 s of imports) are imported by the functions using them, not here: loading
+the code location (the webserver, the daemon, every run) should not pay for a step's libraries.
 """
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import pandas as pd
 import pyarrow
 import pyarrow.parquet as pq
 
 from fw_assets.contracts import rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
-from fw_assets.contracts.frames import (
-    footer_frame,
-    footer_violations,
-    plain_strings,
-    row_violations,
-)
-from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA, SCORE_MAX, SCORE_MIN, raw_schema
+from fw_assets.contracts.rules import SCORE_MAX, SCORE_MIN
 from fw_assets.contracts.tallies import (
     TALLY_MODULES,
     TALLY_SQL,
@@ -36,6 +34,9 @@ from fw_assets.contracts.tallies import (
     unreadable_file_violations,
 )
 from fw_assets.lib.manifest import SourceFile
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CONTRACT_SQL = ("contract_raw_rows", *TALLY_SQL)
 CONTRACT_MODULES = (__name__, *TALLY_MODULES)
@@ -106,6 +107,9 @@ def schema_outcome(
     dump: str, files: Sequence[SourceFile], source_problems: Sequence[Violation] = ()
 ) -> CheckOutcome:
     """Readable files, the ten columns with their types in every footer, rows in the dump."""
+    from fw_assets.contracts.frames import footer_frame, footer_violations
+    from fw_assets.contracts.schemas import raw_schema
+
     schema = raw_schema(dump)
     violations = list(source_problems)
     for f in files:
@@ -165,6 +169,9 @@ def row_outcomes(
 
 def text_sample_outcome(files: Sequence[SourceFile]) -> CheckOutcome:
     """The deeper text checks (pandera) on a few row groups of every file."""
+    from fw_assets.contracts.frames import row_violations
+    from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA
+
     violations, sampled = [], 0
     problems = {rules.TEXT_BLANK.name: rules.TEXT_BLANK.problem}
     for f in files:
@@ -185,8 +192,12 @@ def text_sample_outcome(files: Sequence[SourceFile]) -> CheckOutcome:
     return RAW_TEXT_SAMPLE.outcome(violations, figures)
 
 
-def sample_rows(path: Path) -> pd.DataFrame:
+def sample_rows(path: Path) -> "pd.DataFrame":
     """id and text of the first rows of the file's first, middle and last row groups."""
+    import pandas as pd
+
+    from fw_assets.contracts.frames import plain_strings
+
     parquet = pq.ParquetFile(path)
     groups = parquet.num_row_groups
     chosen = sorted({0, groups // 2, groups - 1}) if groups else []

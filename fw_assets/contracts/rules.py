@@ -21,6 +21,9 @@ class Rule:
         return self.problem.format(dump=dump)
 
 
+# The closed range a finite score must lie in (the raw contract).
+SCORE_MIN, SCORE_MAX = 0.0, 6.0
+
 _RAW_ROWS = "contract_raw_rows"
 _BUCKETED_ROWS = "contract_bucketed_rows"
 _SELECTION = "contract_selection"

@@ -16,15 +16,13 @@ import pandera.pandas as pa
 import pyarrow
 
 from fw_assets.contracts import rules
+from fw_assets.contracts.rules import SCORE_MAX, SCORE_MIN
 from fw_assets.policy import SamplingPolicy, ScoreBucket
 
 STRING = pd.ArrowDtype(pyarrow.string())
 DOUBLE = pd.ArrowDtype(pyarrow.float64())
 INT64 = pd.ArrowDtype(pyarrow.int64())
 BOOL = pd.ArrowDtype(pyarrow.bool_())
-
-SCORE_MIN, SCORE_MAX = 0.0, 6.0
-
 
 def _check(rule: rules.Rule, fn, *, dump: str = "", **options) -> pa.Check:
     """A pandera check named after its rule, so its failure cases map back to the rule."""

@@ -83,7 +83,7 @@ def duplicate_id_violations(
     con: duckdb.DuckDBPyConnection, paths: Sequence[str], dump: str
 ) -> list[Violation]:
     """Ids carried by more than one row of the files, across all of them."""
-    (tally,) = fetch_tallies(con, "contract_duplicate_ids", {"files": list(paths)})
+    (tally,) = fetch_tallies(con, "contract_duplicate_ids", {"files": sorted(paths)})
     if not tally["ids"]:
         return []
     examples = tuple(

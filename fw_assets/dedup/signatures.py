@@ -5,7 +5,8 @@ a document's hash p is the least image of its shingles. The loop is compiled by 
 classic k-permutation MinHash at the speed of the shingling (bench/minhash_candidates.py).
 """
 
-import numba
+from functools import cache
+
 import numpy as np
 
 from fw_assets.dedup.policy import MinhashPolicy
@@ -23,8 +24,16 @@ def permutations(policy: MinhashPolicy) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@numba.njit(nogil=True, cache=True)
-def _least_images(hashes, offsets, a, b):
+@cache
+def _compiled_least_images():
+    """The loop below compiled by numba, imported here so that loading the code location does not
+    load LLVM (fw_assets_tests/test_structure.py)."""
+    import numba
+
+    return numba.njit(nogil=True, cache=True)(_least_images)
+
+
+def _least_images(hashes, offsets, a, b):  # pragma: no cover - compiled
     out = np.full((len(offsets) - 1, len(a)), np.uint64(2**64 - 1), np.uint64)
     for doc in range(len(offsets) - 1):
         row = out[doc]
@@ -39,7 +48,7 @@ def _least_images(hashes, offsets, a, b):
 
 def minhash(shingles: Shingles, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(documents, permutations) uint64; rows of documents without shingles are all EMPTY."""
-    return _least_images(shingles.hashes, shingles.offsets, a, b)
+    return _compiled_least_images()(shingles.hashes, shingles.offsets, a, b)
 
 
 def band_keys(signatures: np.ndarray, policy: MinhashPolicy) -> np.ndarray:

@@ -8,8 +8,9 @@ time to read its keys (12 bytes per key: the key and its row in the minhash file
 
 from pathlib import Path
 
+from functools import cache
+
 import duckdb
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,8 +46,16 @@ def read_sorted_keys(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return table.column("key").to_numpy(), table.column("row").to_numpy()
 
 
-@numba.njit(nogil=True, cache=True)
-def _merge(left_keys, left_rows, right_keys, right_rows, out_left, out_right):
+@cache
+def _compiled_merge():
+    """The merge below compiled by numba, imported here so that loading the code location does not
+    load LLVM (fw_assets_tests/test_structure.py)."""
+    import numba
+
+    return numba.njit(nogil=True, cache=True)(_merge)
+
+
+def _merge(left_keys, left_rows, right_keys, right_rows, out_left, out_right):  # pragma: no cover
     """Walk both sorted key arrays once; every pair of rows under an equal key is counted, and
     written to the outputs while they have room."""
     i = j = n = 0
@@ -79,9 +88,10 @@ def matching_rows(
     """(left row, right row) of every distinct pair sharing at least one key, ordered."""
     room = len(left[0]) // 8 + 1024  # one pass when under an eighth of the keys match
     out_left, out_right = np.empty(room, np.int64), np.empty(room, np.int64)
-    n = _merge(*left, *right, out_left, out_right)
+    merge = _compiled_merge()
+    n = merge(*left, *right, out_left, out_right)
     if n > room:
         out_left, out_right = np.empty(n, np.int64), np.empty(n, np.int64)
-        _merge(*left, *right, out_left, out_right)
+        merge(*left, *right, out_left, out_right)
     pairs = np.unique(out_left[:n] << 32 | out_right[:n])
     return pairs >> 32, pairs & 0xFFFFFFFF

@@ -19,7 +19,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
+from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.tokenizer import Tokenizer, TokenizerSpec
 
 

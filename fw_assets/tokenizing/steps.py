@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 
 from fw_assets.layout import token_files
 from fw_assets.lib.sql import load_sql
-from fw_assets.tokenizing.doc_index import DocumentIndexWriter
+from fw_assets.lib.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import IndexedDatasetWriter, as_token_dtype
+from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, as_token_dtype
 from fw_assets.tokenizing.progress import TokenProgress
 
 # The statements run here, for the code version of `tokenized`.

@@ -31,7 +31,7 @@ from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.indexed_dataset import optimal_token_dtype
+from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.reconciliation import (
     RECONCILIATION_SQL,
@@ -46,9 +46,10 @@ from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tok
 # The code that decides the bytes of the token files, hashed into the code version. The tokenizer
 # itself is configuration: its identity names the output folder and is recorded in every run.
 SQL = (*STEPS_SQL, *RECONCILIATION_SQL)
-MODULES = tuple(
-    f"fw_assets.tokenizing.{name}"
-    for name in ("tokenizer", "encode", "indexed_dataset", "doc_index", "steps", "reconciliation")
+MODULES = (
+    *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "steps", "reconciliation")),
+    "fw_assets.lib.indexed_dataset",
+    "fw_assets.lib.doc_index",
 )
 
 

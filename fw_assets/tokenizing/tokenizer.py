@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import tiktoken
-import tokenizers
 
 TIKTOKEN = "tiktoken"
 HF_JSON = "hf_json"
@@ -83,6 +81,8 @@ class TiktokenTokenizer(Tokenizer):
     kind = TIKTOKEN
 
     def __init__(self, encoding_name: str, eod_token: str | None = None) -> None:
+        import tiktoken  # here, not at module level: only the step encoding text needs it
+
         self._encoding = tiktoken.get_encoding(encoding_name)
         self.name = safe_folder_name(self._encoding.name)
         self.vocab_size = self._encoding.n_vocab
@@ -118,6 +118,8 @@ class HuggingFaceTokenizer(Tokenizer):
     kind = HF_JSON
 
     def __init__(self, path: Path, eod_token: str | None = None) -> None:
+        import tokenizers  # here, not at module level: only the step encoding text needs it
+
         content = path.read_bytes()
         self.vocab_sha256 = hashlib.sha256(content).hexdigest()
         self._tokenizer = tokenizers.Tokenizer.from_str(content.decode("utf-8"))

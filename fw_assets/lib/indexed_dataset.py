@@ -86,20 +86,25 @@ class IndexedDatasetWriter(KeepOnSuccess):
     def finish(self) -> None:
         """Close `.bin` and write `.idx`; the pair is readable only after this."""
         self._bin.close()
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)
-        with open(idx_path(self.prefix), "wb") as stream:
-            header = INDEX_HEADER.pack(
-                INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[self.dtype], len(lengths), len(lengths) + 1
-            )
-            stream.write(header)
-            stream.write(memoryview(lengths))
-            _write_byte_pointers(stream, lengths, self.dtype.itemsize)
-            _write_document_indices(stream, len(lengths))
+        write_index(self.prefix, np.frombuffer(self._lengths, dtype=np.int32), self.dtype)
 
     def abort(self) -> None:
         """Close and delete the partial `.bin`."""
         self._bin.close()
         bin_path(self.prefix).unlink(missing_ok=True)
+
+
+def write_index(prefix: Path, lengths: np.ndarray, dtype: np.dtype) -> None:
+    """`<prefix>.idx` for documents of `lengths` (int32) tokens of `dtype`, back to back in `.bin`."""
+    dtype = np.dtype(dtype)
+    with open(idx_path(prefix), "wb") as stream:
+        header = INDEX_HEADER.pack(
+            INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[dtype], len(lengths), len(lengths) + 1
+        )
+        stream.write(header)
+        stream.write(memoryview(np.ascontiguousarray(lengths, dtype=np.int32)))
+        _write_byte_pointers(stream, lengths, dtype.itemsize)
+        _write_document_indices(stream, len(lengths))
 
 
 def as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -1,0 +1,315 @@
+"""A recipe resolved against the token files present: which prefixes each stage blends, with what
+weights, how many samples training will ask for, and the flags that make it ask for exactly those.
+
+`plan_mixture` reads only `.idx` files (token counts) and takes every path explicitly, so the
+Dagster asset, the tests and the benchmark call it the same way.
+"""
+
+import fnmatch
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fw_assets import layout
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.mixtures.blend import MAX_DATASETS
+from fw_assets.mixtures.megatron_cache import SPLITS, CacheSettings, split_documents, split_matrix
+from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source
+
+
+@dataclass(frozen=True)
+class TokenFile:
+    """One tokenized (bucket, dump): read here from `path`, named `prefix` in the training flags."""
+
+    source: str
+    bucket: str
+    dump: str
+    path: str
+    prefix: str
+    documents: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Member:
+    """A token file in a stage's blend with its `--data-args-path` weight (the text is what
+    Megatron parses, so the text is the weight of record)."""
+
+    file: TokenFile
+    weight: str
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    phase: str
+    name: str
+    tokens: int
+    seq_length: int
+    temperature: float
+    shares: dict[str, float]  # source → share of the stage's samples
+    members: tuple[Member, ...]
+    num_samples: tuple[int, int, int]  # train, valid, test: what training asks the builder for
+    cache: CacheSettings
+    data_args_path: str  # the `--data-args-path` file, as training sees it
+    megatron_args: tuple[str, ...]
+
+    @property
+    def data_args(self) -> str:
+        """The `--data-args-path` file's text: `w1 prefix1 w2 prefix2 …`, one pair a line."""
+        return "".join(f"{m.weight} {m.file.prefix}\n" for m in self.members)
+
+
+@dataclass(frozen=True)
+class MixturePlan:
+    recipe: Recipe
+    stages: tuple[StagePlan, ...]
+    cache_dir: str  # as training sees it
+    fingerprint: str
+
+    def stage(self, name: str) -> StagePlan:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(f"recipe {self.recipe.name} has no stage {name!r} (stages: {[s.name for s in self.stages]})")
+
+    def to_json(self) -> dict:
+        """plan.json: the issue's structure, plus each stage's members for reports and `explain`."""
+        phases = []
+        for phase in self.recipe.phases:
+            stages = [_stage_json(stage) for stage in self.stages if stage.phase == phase.name]
+            phases.append({"name": phase.name, "seq_length": phase.seq_length, "stages": stages})
+        megatron = self.recipe.megatron
+        return {
+            "recipe": self.recipe.name,
+            "fingerprint": self.fingerprint,
+            "cache_dir": self.cache_dir,
+            "seed": megatron.seed,
+            "split": megatron.split,
+            "tokenizer": self.recipe.tokenizer,
+            "training_tokenizer": megatron.tokenizer_identity,
+            "phases": phases,
+        }
+
+
+def stage_from_plan_json(plan: dict, name: str) -> StagePlan:
+    """Stage `name` of a written plan.json, for what runs after the plan (explain, checks)."""
+    for phase in plan["phases"]:
+        for stage in phase["stages"]:
+            if stage["name"] != name:
+                continue
+            members = tuple(
+                Member(TokenFile(**{k: v for k, v in m.items() if k != "weight"}), m["weight"])
+                for m in stage["members"]
+            )
+            cache = CacheSettings(plan["seed"], phase["seq_length"], plan["split"], plan["training_tokenizer"])
+            return StagePlan(phase["name"], name, stage["tokens"], phase["seq_length"], stage["temperature"],
+                             stage["weights"], members, tuple(stage["num_samples"]), cache,
+                             stage["data_args"], tuple(stage["megatron_args"]))
+    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+    raise KeyError(f"plan of recipe {plan['recipe']} has no stage {name!r} (stages: {names})")
+
+
+def _stage_json(stage: StagePlan) -> dict:
+    return {
+        "name": stage.name,
+        "tokens": stage.tokens,
+        "temperature": stage.temperature,
+        "weights": stage.shares,
+        "num_samples": list(stage.num_samples),
+        "data_args": stage.data_args_path,
+        "megatron_args": list(stage.megatron_args),
+        "members": [{"weight": m.weight, **asdict(m.file)} for m in stage.members],
+    }
+
+
+def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> MixturePlan:
+    """Plan `recipe` over the token files of `dumps` under `output_root`."""
+    # the paths training will write (and Megatron hashes): under data_root, else this absolute path
+    data_root = Path(recipe.megatron.data_root or os.path.abspath(output_root))
+    files = find_token_files(recipe, output_root, data_root, sorted(dumps))
+    sample_counts = _train_samples(recipe)
+    valid_test = _eval_samples(recipe, sum(sample_counts))
+    transitions = _phase_transitions(recipe, sample_counts)
+    cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
+    stages = []
+    for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
+        shares = source_shares(recipe.sources, files, stage.temperature)
+        members = _members(recipe, shares, files)
+        cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
+                              recipe.megatron.tokenizer_identity)
+        _check_splits_have_documents(recipe, members, cache)
+        data_args = str(layout.data_args_path(data_root, recipe.name, stage.name))
+        args = _megatron_args(recipe, phase, sum(sample_counts), transitions, data_args, cache_dir)
+        stages.append(StagePlan(phase.name, stage.name, stage.tokens, phase.seq_length,
+                                stage.temperature, shares, members, (train_samples, *valid_test),
+                                cache, data_args, args))
+    fingerprint = _fingerprint(recipe, stages)
+    return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint)
+
+
+def find_token_files(
+    recipe: Recipe, output_root: Path, data_root: Path, dumps: list[str]
+) -> dict[str, list[TokenFile]]:
+    """Each source's token files, in recipe order: buckets as listed, dumps in key order."""
+    present = {}
+    for source in recipe.sources:
+        chosen = _matching_dumps(recipe, source, dumps)
+        present[source.name] = [
+            (bucket, dump) for bucket in source.buckets for dump in chosen
+            if not _bucket_is_empty(recipe, source.name, output_root, bucket, dump)
+        ]
+    _check_disjoint(recipe, present)
+    count = sum(map(len, present.values()))
+    if count > MAX_DATASETS:  # checked before any file is read
+        raise RecipeError(recipe.path, "sources", f"{count} token files; a Megatron blend takes at most {MAX_DATASETS}")
+    files = {}
+    for source in recipe.sources:
+        files[source.name] = [_token_file(recipe, source.name, output_root, data_root, bucket, dump)
+                              for bucket, dump in present[source.name]]
+        if not sum(f.tokens for f in files[source.name]):
+            raise RecipeError(recipe.path, f"sources.{source.name}",
+                              f"no tokens in buckets {list(source.buckets)} of the dumps it names")
+    return files
+
+
+def _check_disjoint(recipe: Recipe, present: dict[str, list[tuple[str, str]]]) -> None:
+    """A token file belongs to one source: its weight is that source's."""
+    owner = {}
+    for source, pairs in present.items():
+        for pair in pairs:
+            if pair in owner:
+                raise RecipeError(recipe.path, f"sources.{source}",
+                                  f"bucket {pair[0]} of {pair[1]} is already in source {owner[pair]}")
+            owner[pair] = source
+
+
+def _token_file(recipe: Recipe, source: str, output_root: Path, data_root: Path, bucket: str, dump: str) -> TokenFile:
+    path = layout.token_prefix(output_root, recipe.tokenizer, bucket, dump)
+    reader = IndexedDatasetReader(path)
+    prefix = str(layout.token_prefix(data_root, recipe.tokenizer, bucket, dump))
+    return TokenFile(source, bucket, dump, str(path), prefix, reader.document_count, reader.token_count)
+
+
+def _matching_dumps(recipe: Recipe, source: Source, dumps: list[str]) -> list[str]:
+    if source.dumps is None:
+        return dumps
+    chosen = []
+    for i, pattern in enumerate(source.dumps):
+        matched = [dump for dump in dumps if fnmatch.fnmatchcase(dump, pattern)]
+        if not matched:
+            raise RecipeError(recipe.path, f"sources.{source.name}.dumps[{i}]",
+                              f"{pattern!r} matches none of the dumps present ({len(dumps)}: {dumps[:5]}…)")
+        chosen += [dump for dump in matched if dump not in chosen]
+    return sorted(chosen)
+
+
+def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str, dump: str) -> bool:
+    """True when the dump is tokenized but this bucket had no documents (it then has no files);
+    a dump never tokenized, or a file missing from a set, is an error."""
+    files = layout.token_files(layout.token_prefix(output_root, recipe.tokenizer, bucket, dump))
+    present = [file.exists() for file in files]
+    if all(present):
+        return False
+    key = f"sources.{source}"
+    if any(present):
+        missing = [str(f) for f, here in zip(files, present) if not here]
+        raise RecipeError(recipe.path, key, f"incomplete tokenized files, missing {missing}")
+    root = layout.tokenizer_dir(output_root, recipe.tokenizer)
+    if not any(root.glob(f"*/{dump}.idx")):
+        raise RecipeError(recipe.path, key,
+                          f"missing tokenized files: dump {dump} has none under {root} (materialize `tokenized` for it)")
+    return True
+
+
+def source_shares(sources: Sequence[Source], files: dict[str, list[TokenFile]], temperature: float) -> dict[str, float]:
+    """P_s ∝ w_s^(1/T) over sources; a weight left out is the source's share of all tokens."""
+    tokens = {name: sum(f.tokens for f in found) for name, found in files.items()}
+    total = sum(tokens.values())
+    weights = {s.name: tokens[s.name] / total if s.weight is None else s.weight for s in sources}
+    scaled = {name: w ** (1.0 / temperature) if w > 0 else 0.0 for name, w in weights.items()}
+    norm = sum(scaled.values())
+    return {name: value / norm for name, value in scaled.items()}
+
+
+def _members(recipe: Recipe, shares: dict[str, float], files: dict[str, list[TokenFile]]) -> tuple[Member, ...]:
+    """A source's share split among its files by tokens (parts of one source keep one weight)."""
+    members = []
+    for source in recipe.sources:
+        source_tokens = sum(f.tokens for f in files[source.name])
+        for file in files[source.name]:
+            weight = shares[source.name] * file.tokens / source_tokens
+            if weight > 0:
+                members.append(Member(file, repr(weight)))
+    return tuple(members)
+
+
+def _train_samples(recipe: Recipe) -> list[int]:
+    return [stage.tokens // phase.seq_length for phase, stage in recipe.stages()]
+
+
+def _eval_samples(recipe: Recipe, train_samples: int) -> tuple[int, int]:
+    """(valid, test) as Megatron-LM asks: (train_iters // eval_interval + 1) · eval_iters · gbs and
+    eval_iters · gbs, with train_iters = train samples // gbs."""
+    m = recipe.megatron
+    train_iters = train_samples // m.global_batch_size
+    valid = (train_iters // m.eval_interval + 1) * m.eval_iters * m.global_batch_size
+    return valid, m.eval_iters * m.global_batch_size
+
+
+def _phase_transitions(recipe: Recipe, sample_counts: list[int]) -> list[int]:
+    """Iterations where `--phase-transition-iterations` switches to the next stage's blend.
+
+    Megatron switches at whole iterations and gives each stage the samples between two switches,
+    so every stage but the last must be a whole number of global batches.
+    """
+    gbs = recipe.megatron.global_batch_size
+    transitions, done = [], 0
+    stages = recipe.stages()
+    for i, ((phase, stage), samples) in enumerate(zip(stages[:-1], sample_counts)):
+        if samples % gbs:
+            index = recipe.phases.index(phase)
+            raise RecipeError(recipe.path, f"phases[{index}].tokens",
+                              f"stage {stage.name} has {samples} samples, not a multiple of global_batch_size {gbs}")
+        done += samples // gbs
+        transitions.append(done)
+    return transitions
+
+
+def _check_splits_have_documents(recipe: Recipe, members: tuple[Member, ...], cache: CacheSettings) -> None:
+    for bounds, split in zip(split_matrix(cache.split), SPLITS):
+        if bounds is None:
+            continue
+        for member in members:
+            begin, end = split_documents(bounds, member.file.documents)
+            if end <= begin:
+                raise RecipeError(recipe.path, "megatron.split",
+                                  f"{member.file.path} has {member.file.documents} documents, none for the {split} split")
+
+
+def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions: list[int],
+                   data_args: str, cache_dir: str) -> tuple[str, ...]:
+    m = recipe.megatron
+    args = [
+        "--data-args-path", data_args,
+        "--split", m.split,
+        "--seq-length", str(phase.seq_length),
+        "--seed", str(m.seed),
+        "--train-samples", str(train_samples),
+        "--global-batch-size", str(m.global_batch_size),
+        "--eval-interval", str(m.eval_interval),
+        "--eval-iters", str(m.eval_iters),
+        "--data-cache-path", cache_dir,
+        *m.tokenizer_args,
+    ]
+    if transitions:
+        args += ["--phase-transition-iterations", ",".join(map(str, transitions))]
+    return tuple(args)
+
+
+def _fingerprint(recipe: Recipe, stages: list[StagePlan]) -> str:
+    """Changes whenever a cache file's name or bytes could: the stages' blends and settings."""
+    spec = [[_stage_json(stage), asdict(stage.cache)] for stage in stages]
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]

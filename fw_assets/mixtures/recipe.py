@@ -1,0 +1,252 @@
+"""Mixture recipes: one YAML file per training mixture (format in the README, examples beside this
+module). `load_recipe` parses and checks one; every mistake is a `RecipeError` naming the file and
+the key.
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from fw_assets.mixtures.megatron_cache import parse_split
+from fw_assets.policy import SEED_POLICY
+
+# Megatron-Core 0.16's `unique_identifiers` of `--tokenizer-type NullTokenizer --vocab-size N`
+NULL_TOKENIZER_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"
+DEFAULT_SEED = 1234
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be planned: the message names the recipe file and the key."""
+
+    def __init__(self, path: Path, key: str, problem: str) -> None:
+        super().__init__(f"recipe {path}: {key}: {problem}")
+        self.path, self.key, self.problem = path, key, problem
+
+
+@dataclass(frozen=True)
+class Source:
+    """Tokenized files of some buckets × dumps (dump globs; None = every dump present)."""
+
+    name: str
+    buckets: tuple[str, ...]
+    dumps: tuple[str, ...] | None
+    weight: float | None  # None: the source's share of all the sources' tokens
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One Megatron blend: `tokens` training tokens drawn at temperature T."""
+
+    name: str
+    tokens: int
+    temperature: float
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    tokens: int
+    seq_length: int
+    temperature: float
+
+    def stages(self) -> list[Stage]:
+        """The blends that make up the phase (one while the temperature is constant)."""
+        return [Stage(self.name, self.tokens, self.temperature)]
+
+
+@dataclass(frozen=True)
+class MegatronSettings:
+    """What the training run will say: the flags that decide its sample counts and cache names."""
+
+    seed: int
+    split: str
+    global_batch_size: int
+    eval_interval: int
+    eval_iters: int
+    data_root: str | None  # where training sees the output folder; None: the same path
+    tokenizer_identity: dict  # the training tokenizer's unique_identifiers
+    tokenizer_args: tuple[str, ...]  # the flags that give that tokenizer, when known
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    path: Path
+    tokenizer: str  # which tokenized/<tokenizer>/ tree to read
+    sources: tuple[Source, ...]
+    phases: tuple[Phase, ...]
+    megatron: MegatronSettings
+
+    def stages(self) -> list[tuple[Phase, Stage]]:
+        return [(phase, stage) for phase in self.phases for stage in phase.stages()]
+
+
+def load_recipe(path: Path) -> Recipe:
+    """Parse and check `path`; the recipe's name is the file's stem."""
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise RecipeError(path, "(file)", f"cannot be read as YAML: {error}") from error
+    fields = _Fields(path, document, "(top level)")
+    fields.only({"tokenizer", "sources", "phases", "megatron"})
+    recipe = Recipe(
+        name=path.stem,
+        path=path,
+        tokenizer=fields.text("tokenizer"),
+        sources=_sources(path, fields.mapping("sources")),
+        phases=_phases(path, fields.sequence("phases")),
+        megatron=_megatron(_Fields(path, fields.mapping("megatron"), "megatron")),
+    )
+    names = [stage.name for _, stage in recipe.stages()]
+    if len(set(names)) != len(names):
+        raise RecipeError(path, "phases", f"stage names repeat: {names}")
+    return recipe
+
+
+def _sources(path: Path, sources: dict) -> tuple[Source, ...]:
+    if not sources:
+        raise RecipeError(path, "sources", "no source")
+    parsed = []
+    for name, spec in sources.items():
+        key = f"sources.{name}"
+        fields = _Fields(path, spec, key)
+        fields.only({"buckets", "dumps", "weight"})
+        buckets = tuple(str(b) for b in fields.sequence("buckets"))
+        known = [bucket.name for bucket in SEED_POLICY.buckets]
+        for i, bucket in enumerate(buckets):
+            if bucket not in known:
+                raise RecipeError(path, f"{key}.buckets[{i}]", f"unknown bucket {bucket!r} (known: {known})")
+        dumps = fields.sequence("dumps", required=False)
+        weight = fields.number("weight", required=False)
+        if weight is not None and weight < 0:
+            raise RecipeError(path, f"{key}.weight", f"negative weight {weight}")
+        parsed.append(Source(str(name), buckets, None if dumps is None else tuple(map(str, dumps)), weight))
+    given = [source.weight for source in parsed if source.weight is not None]
+    if len(given) == len(parsed) and not any(given):
+        raise RecipeError(path, "sources", "every weight is zero")
+    return tuple(parsed)
+
+
+def _phases(path: Path, phases: list) -> tuple[Phase, ...]:
+    if not phases:
+        raise RecipeError(path, "phases", "no phase")
+    parsed = []
+    for i, spec in enumerate(phases):
+        fields = _Fields(path, spec, f"phases[{i}]")
+        fields.only({"name", "tokens", "seq_length", "temperature"})
+        phase = Phase(
+            name=fields.text("name"),
+            tokens=fields.positive_int("tokens"),
+            seq_length=fields.positive_int("seq_length"),
+            temperature=fields.number("temperature", required=False, default=1.0),
+        )
+        if not phase.temperature > 0:
+            raise RecipeError(path, f"phases[{i}].temperature", "must be positive")
+        if phase.tokens < phase.seq_length:
+            raise RecipeError(path, f"phases[{i}].tokens", "fewer tokens than one sample")
+        parsed.append(phase)
+    return tuple(parsed)
+
+
+def _megatron(fields: "_Fields") -> MegatronSettings:
+    fields.only({"seed", "split", "global_batch_size", "eval_interval", "eval_iters", "data_root", "tokenizer"})
+    identity, tokenizer_args = _tokenizer_identity(
+        _Fields(fields.path, fields.mapping("tokenizer"), "megatron.tokenizer")
+    )
+    split = fields.text("split")
+    try:
+        parse_split(split)
+    except ValueError as error:
+        raise RecipeError(fields.path, "megatron.split", str(error)) from error
+    data_root = fields.values.get("data_root")
+    return MegatronSettings(
+        seed=fields.positive_int("seed", allow_zero=True) if "seed" in fields.values else DEFAULT_SEED,
+        split=split,
+        global_batch_size=fields.positive_int("global_batch_size"),
+        eval_interval=fields.positive_int("eval_interval"),
+        eval_iters=fields.positive_int("eval_iters", allow_zero=True),
+        data_root=None if data_root is None else str(data_root),
+        tokenizer_identity=identity,
+        tokenizer_args=tokenizer_args,
+    )
+
+
+def _tokenizer_identity(fields: "_Fields") -> tuple[dict, tuple[str, ...]]:
+    """`{type: NullTokenizer, vocab_size: N}`, or `{identity: {...}}` given verbatim."""
+    fields.only({"type", "vocab_size", "identity"})
+    if "identity" in fields.values:
+        identity = fields.mapping("identity")
+        if "class" not in identity:
+            raise RecipeError(fields.path, "megatron.tokenizer.identity", "has no 'class'")
+        return dict(identity), ()
+    kind = fields.text("type")
+    if kind != "NullTokenizer":
+        raise RecipeError(
+            fields.path, "megatron.tokenizer.type",
+            f"{kind!r}: give `identity:` (its unique_identifiers, see the README) for tokenizers other than NullTokenizer",
+        )
+    vocab_size = fields.positive_int("vocab_size")
+    identity = {"class": NULL_TOKENIZER_CLASS, "tokenizer_path": None, "vocab_size": str(vocab_size)}
+    return identity, ("--tokenizer-type", "NullTokenizer", "--vocab-size", str(vocab_size))
+
+
+class _Fields:
+    """Typed access to one YAML mapping, every error naming `<key>.<field>`."""
+
+    def __init__(self, path: Path, values, key: str) -> None:
+        if not isinstance(values, dict):
+            raise RecipeError(path, key, f"must be a mapping, got {type(values).__name__}")
+        self.path, self.values, self.key = path, values, key
+
+    def _name(self, field: str) -> str:
+        return field if self.key == "(top level)" else f"{self.key}.{field}"
+
+    def only(self, allowed: set[str]) -> None:
+        unknown = sorted(set(map(str, self.values)) - allowed)
+        if unknown:
+            raise RecipeError(self.path, self._name(unknown[0]), f"unknown key (allowed: {sorted(allowed)})")
+
+    def _get(self, field: str, required: bool, default=None):
+        if field not in self.values or self.values[field] is None:
+            if required:
+                raise RecipeError(self.path, self._name(field), "is missing")
+            return default
+        return self.values[field]
+
+    def text(self, field: str) -> str:
+        value = self._get(field, True)
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise RecipeError(self.path, self._name(field), f"must be text, got {value!r}")
+        return str(value)
+
+    def number(self, field: str, required: bool = True, default=None) -> float | None:
+        value = self._get(field, required, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise RecipeError(self.path, self._name(field), f"must be a finite number, got {value!r}")
+        return value
+
+    def positive_int(self, field: str, allow_zero: bool = False) -> int:
+        value = self._get(field, True)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+            kind = "a non-negative" if allow_zero else "a positive"
+            raise RecipeError(self.path, self._name(field), f"must be {kind} integer, got {value!r}")
+        return value
+
+    def mapping(self, field: str) -> dict:
+        value = self._get(field, True)
+        if not isinstance(value, dict):
+            raise RecipeError(self.path, self._name(field), f"must be a mapping, got {value!r}")
+        return value
+
+    def sequence(self, field: str, required: bool = True) -> list | None:
+        value = self._get(field, required)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value:
+            raise RecipeError(self.path, self._name(field), f"must be a non-empty list, got {value!r}")
+        return value
