@@ -5,7 +5,8 @@
     <output_root>/selection/<dump>.parquet                 sampled: every row's decision
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
-    <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, cache/
+    <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, cache/,
+                                                           views/<stage>/<bucket>/<dump>, packed/<stage>/
     <output_root>/published/<name>.json                    each output's generation record
     <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
@@ -153,3 +154,14 @@ def data_args_path(output_root: Path, recipe: str, stage: str) -> Path:
 def mixture_cache_dir(output_root: Path, recipe: str) -> Path:
     """`--data-cache-path`: Megatron's flat cache folder, shared by the recipe's stages."""
     return mixture_dir(output_root, recipe) / "cache"
+
+
+def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: str) -> Path:
+    """A stage's view of one token file: its own `.idx` and `.docs.parquet` listing some of the
+    file's documents, and `.bin` a link to the file's (the prefix still ends in `<bucket>/<dump>`)."""
+    return mixture_dir(output_root, recipe) / "views" / stage / bucket / dump
+
+
+def packed_dir(output_root: Path, recipe: str, stage: str) -> Path:
+    """A stage's training samples as parquet rows, `part-*.parquet` in sample order."""
+    return mixture_dir(output_root, recipe) / "packed" / stage

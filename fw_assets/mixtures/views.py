@@ -1,0 +1,134 @@
+"""Fresh documents: each stage reads its own subset (a view) of every token file, so that a later
+stage does not re-read what an earlier one used while unread documents remain.
+
+Per token file, documents are ranked once by a hash of their id and the recipe's seed. A stage
+takes, in the order (times already used, rank), just enough documents for its blend to need one
+epoch of the view's train split; while a file has unused documents, stages get disjoint ones;
+after that every document is reused in turn, so uses never differ by more than one between two
+documents and none is used more than ⌈demand / supply⌉ times. A view is an `.idx` in Megatron's
+format listing the chosen documents, its `.bin` a relative link to the file's, and a
+`.docs.parquet` sidecar with their source ids (`explain` reads it as for any prefix).
+"""
+
+import hashlib
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from fw_assets import layout
+from fw_assets.lib.doc_index import DocumentIndexWriter, read_document_index
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_view_index
+from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
+from fw_assets.mixtures.megatron_cache import split_documents
+
+
+@dataclass(frozen=True)
+class ViewSelection:
+    """The documents one stage reads of one token file (sequence numbers of the file, in the
+    view's order) and how many of them earlier stages had already listed."""
+
+    stage: str
+    file: "TokenFile"  # noqa: F821 - the original token file (fw_assets.mixtures.plan)
+    view: "TokenFile"  # noqa: F821 - the view, as the stage's blend names it
+    documents: np.ndarray
+    seen_before: int
+    eligible_documents: int  # the file's documents long enough for the stage
+    eligible_tokens: int
+
+
+class DocumentPools:
+    """The documents of every token file of a recipe, and how often stages have used each."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._lengths: dict[str, np.ndarray] = {}
+        self._ranks: dict[str, np.ndarray] = {}
+        self._uses: dict[str, np.ndarray] = {}
+
+    def _load(self, path: str) -> None:
+        if path in self._lengths:
+            return
+        self._lengths[path] = IndexedDatasetReader(Path(path)).sequence_lengths
+        ids = read_document_index(Path(path))["id"].to_pylist()
+        self._ranks[path] = document_ranks(ids, self.seed)
+        self._uses[path] = np.zeros(len(ids), dtype=np.int64)
+
+    def eligible(self, file, min_doc_tokens: int):
+        """`file` as a stage with this minimum document length sees it: its long-enough documents."""
+        self._load(file.path)
+        lengths = self._lengths[file.path]
+        kept = lengths[lengths >= min_doc_tokens]
+        return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
+
+    def select(self, stage: str, file, view, min_doc_tokens: int, train_samples: int, seq_length: int,
+               splits: list[tuple[float, float] | None]) -> ViewSelection:
+        """The fewest documents, least used first, whose train split holds `train_samples`
+        samples in one epoch and that leave every other non-empty split a document."""
+        self._load(file.path)
+        lengths, uses = self._lengths[file.path], self._uses[file.path]
+        pool = np.flatnonzero(lengths >= min_doc_tokens)
+        if not len(pool) or not lengths[pool].sum():
+            raise ValueError(f"{file.path}: no document of at least {min_doc_tokens} tokens for stage {stage}")
+        order = pool[np.lexsort((self._ranks[file.path][pool], uses[pool]))]
+        count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, splits)
+        documents = order[np.arange(count) % len(order)]
+        seen_before = int((uses[documents] > 0).sum())
+        np.add.at(uses, documents, 1)
+        tokens = int(lengths[documents].sum(dtype=np.int64))
+        eligible_tokens = int(lengths[pool].sum(dtype=np.int64))
+        return ViewSelection(stage, file, replace(view, documents=count, tokens=tokens), documents,
+                             seen_before, len(pool), eligible_tokens)
+
+
+def document_ranks(ids: list[str], seed: int) -> np.ndarray:
+    """Each document's place in a file's seeded random order: a hash of the seed and its id."""
+    keys = [hashlib.blake2b(f"{seed}\x00{i}".encode(), digest_size=8).digest() for i in ids]
+    return np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable").argsort()
+
+
+def _view_size(ordered_lengths: np.ndarray, tokens_needed: int, splits: list[tuple[float, float] | None]) -> int:
+    """How many documents, taken in order (cycling through them when one pass is not enough),
+    a view needs: the train split's first documents hold `tokens_needed`, every non-empty split
+    gets at least one document."""
+    supply = int(ordered_lengths.sum(dtype=np.int64))
+    passes, rest = divmod(tokens_needed, supply)
+    running = np.cumsum(ordered_lengths, dtype=np.int64)
+    needed = passes * len(ordered_lengths) + (int(np.searchsorted(running, rest)) + 1 if rest else 0)
+    train = splits[0]
+    count = max(needed, 1)
+    while not _enough(count, needed, train, splits):
+        count += 1
+    return count
+
+
+def _enough(count: int, needed: int, train, splits) -> bool:
+    begin, end = split_documents(train, count)
+    if end - begin < needed:
+        return False
+    return all(bounds is None or split_documents(bounds, count)[1] > split_documents(bounds, count)[0]
+               for bounds in splits)
+
+
+def write_view(selection: ViewSelection) -> list[Path]:
+    """Write the view's `.idx`, `.docs.parquet` and `.bin` link at its path; the link is
+    relative, so the output tree can move or be mounted elsewhere (`data_root`)."""
+    prefix = Path(selection.view.path)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    original = Path(selection.file.path)
+    reader = IndexedDatasetReader(original)
+    link = layout.bin_path(prefix)
+    link.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(layout.bin_path(original), link.parent), link)
+    write_view_index(prefix, reader, selection.documents)
+    ids = read_document_index(original)["id"].combine_chunks().take(pa.array(selection.documents))
+    with DocumentIndexWriter(prefix) as docs:
+        docs.add(ids, reader.sequence_lengths[selection.documents])
+    return layout.token_files(prefix)
+
+
+def write_views(plan) -> list[Path]:
+    """Every stage view of `plan` (a MixturePlan), at the paths its stages read."""
+    return [path for selection in plan.views for path in write_view(selection)]
