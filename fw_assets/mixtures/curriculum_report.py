@@ -1,0 +1,175 @@
+"""What a curriculum reads, per source and stage: tokens available, tokens drawn, epochs, and how
+many of a stage's documents earlier stages already read; the checks on it; the plan's table, a
+markdown report and a picture of the sources' shares over training.
+
+Plain functions over a `MixturePlan`; the asset layer writes their results and turns each
+`CheckOutcome` into a check result.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.mixtures.cache import stage_caches
+from fw_assets.mixtures.plan import MixturePlan
+from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING
+
+
+@dataclass(frozen=True)
+class SourceStage:
+    """One source in one stage."""
+
+    stage: str
+    phase: str
+    source: str
+    tokens_available: int  # the source's tokens the stage may read (min_doc_tokens applied)
+    tokens_drawn: int  # train samples the blend draws from it × seq_length
+    epochs: float  # tokens drawn / tokens available
+    seen_share: float | None  # of the stage's documents, the share earlier stages listed (fresh documents only)
+    repeats: bool  # the stage lists documents already read (before, or twice in its view)
+    unseen_after: int | None  # the source's eligible documents no stage has listed yet, after this one
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str
+    passed: bool
+    severity: str  # "error" or "warning": what a failure means
+    message: str
+
+
+def source_stages(plan: MixturePlan) -> list[SourceStage]:
+    """Every (stage, source) of the plan, in training order."""
+    drawn = _tokens_drawn(plan)
+    listed: dict[str, np.ndarray] = {}  # per token file: documents some stage listed so far
+    rows = []
+    for stage in plan.stages:
+        selections = [s for s in plan.views if s.stage == stage.name]
+        for source in plan.recipe.sources:
+            mine = [s for s in selections if s.file.source == source.name]
+            members = [m for m in stage.members if m.file.source == source.name]
+            available = sum(s.eligible_tokens for s in mine) if mine else sum(m.file.tokens for m in members)
+            tokens = drawn[stage.name].get(source.name, 0)
+            repeats, unseen = _read_again(mine, listed, stage.phase, plan) if mine else (tokens > available, None)
+            seen = sum(s.seen_before for s in mine) / max(1, sum(len(s.documents) for s in mine)) if mine else None
+            rows.append(SourceStage(stage.name, stage.phase, source.name, available, tokens,
+                                    tokens / available if available else 0.0, seen, repeats, unseen))
+    return rows
+
+
+def _tokens_drawn(plan: MixturePlan) -> dict[str, dict[str, int]]:
+    drawn: dict[str, dict[str, int]] = {}
+    for stage in plan.stages:
+        train = next(c for c in stage_caches(stage) if c.split == "train")
+        per_source: dict[str, int] = defaultdict(int)
+        for member, samples in zip(stage.members, train.drawn):
+            per_source[member.file.source] += samples * stage.seq_length
+        drawn[stage.name] = dict(per_source)
+    return drawn
+
+
+def _read_again(selections, listed: dict[str, np.ndarray], phase: str, plan: MixturePlan) -> tuple[bool, int]:
+    """Whether these views list a document already listed (or twice), and how many eligible
+    documents of the source remain unlisted after them."""
+    min_doc_tokens = next(p.min_doc_tokens for p in plan.recipe.phases if p.name == phase)
+    repeats, unseen = False, 0
+    for selection in selections:
+        lengths = IndexedDatasetReader(Path(selection.file.path)).sequence_lengths
+        used = listed.setdefault(selection.file.path, np.zeros(len(lengths), dtype=bool))
+        repeats |= bool(used[selection.documents].any()) or len(np.unique(selection.documents)) < len(selection.documents)
+        used[selection.documents] = True
+        unseen += int((~used & (lengths >= min_doc_tokens)).sum())
+    return repeats, unseen
+
+
+def check_max_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:
+    """Error: a source read more than its phase's `max_epochs`; a warning above 4 epochs when the
+    phase sets no limit."""
+    over, warned = [], []
+    for phase in plan.recipe.phases:
+        for source in plan.recipe.sources:
+            mine = [r for r in rows if r.phase == phase.name and r.source == source.name]
+            available = max(r.tokens_available for r in mine)
+            epochs = sum(r.tokens_drawn for r in mine) / available if available else 0.0
+            limit = phase.max_epochs
+            if limit is not None and epochs > limit:
+                over.append(f"{source.name} in {phase.name}: {epochs:.2f} epochs > max_epochs {limit}")
+            elif limit is None and epochs > DEFAULT_EPOCH_WARNING:
+                warned.append(f"{source.name} in {phase.name}: {epochs:.2f} epochs (above {DEFAULT_EPOCH_WARNING:g})")
+    if over:
+        return CheckOutcome("max_epochs", False, "error", "; ".join(over + warned))
+    if warned:
+        return CheckOutcome("max_epochs", False, "warning", "; ".join(warned))
+    return CheckOutcome("max_epochs", True, "error", "every source within its phase's epochs")
+
+
+def check_repeats_while_unseen(rows: list[SourceStage]) -> CheckOutcome:
+    """Warning: a stage reads documents again while another source of it has documents no stage read."""
+    found = []
+    for stage in dict.fromkeys(r.stage for r in rows):
+        mine = [r for r in rows if r.stage == stage]
+        fresh_elsewhere = {r.source: r.unseen_after for r in mine if r.unseen_after}
+        for row in mine:
+            others = {s: n for s, n in fresh_elsewhere.items() if s != row.source}
+            if row.repeats and others:
+                found.append(f"{stage}: {row.source} repeats documents while "
+                             + ", ".join(f"{s} has {n} unread" for s, n in others.items()))
+    if found:
+        return CheckOutcome("repeats_while_unseen", False, "warning", "; ".join(found))
+    return CheckOutcome("repeats_while_unseen", True, "warning", "no stage repeats documents while another source has unread ones")
+
+
+def plan_table(plan: MixturePlan) -> str:
+    """Markdown: one row per stage, in training order."""
+    sources = [s.name for s in plan.recipe.sources]
+    lines = ["| stage | phase | seq_length | T | tokens | train samples | " + " | ".join(sources) + " |",
+             "|" + "---|" * (6 + len(sources))]
+    for stage in plan.stages:
+        shares = " | ".join(f"{stage.shares[s]:.3f}" for s in sources)
+        lines.append(f"| {stage.name} | {stage.phase} | {stage.seq_length} | {stage.temperature:.3f} | "
+                     f"{stage.tokens:,} | {stage.num_samples[0]:,} | {shares} |")
+    return "\n".join(lines) + "\n"
+
+
+def freshness_markdown(rows: list[SourceStage], outcomes: list[CheckOutcome]) -> str:
+    """The report's per-source section and the checks' outcomes."""
+    lines = ["| stage | source | tokens available | tokens drawn | epochs | seen before | unread after |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        seen = "n/a" if r.seen_share is None else f"{r.seen_share:.1%}"
+        unseen = "n/a" if r.unseen_after is None else f"{r.unseen_after:,}"
+        lines.append(f"| {r.stage} | {r.source} | {r.tokens_available:,} | {r.tokens_drawn:,} | "
+                     f"{r.epochs:.3f} | {seen} | {unseen} |")
+    lines.append("")
+    lines += [f"- {o.name}: {'passed' if o.passed else o.severity.upper()} — {o.message}" for o in outcomes]
+    return "\n".join(lines) + "\n"
+
+
+def plot_shares(plan: MixturePlan, path: Path) -> Path:
+    """PNG: each source's share of the samples over training tokens (stacked, one step per
+    stage), phase boundaries and each phase's context length."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    sources = [s.name for s in plan.recipe.sources]
+    bounds = np.cumsum([0] + [stage.tokens for stage in plan.stages])
+    shares = np.array([[stage.shares[s] for stage in plan.stages] for s in sources])
+    figure, axes = pyplot.subplots(figsize=(9, 4.5))
+    axes.stackplot(bounds, np.concatenate([shares, shares[:, -1:]], axis=1), labels=sources, step="post")
+    start = 0
+    for phase in plan.recipe.phases:
+        end = start + phase.tokens
+        axes.axvline(end, color="black", linewidth=1)
+        axes.text((start + end) / 2, 1.02, f"{phase.name}\nseq {phase.seq_length}", ha="center", va="bottom", fontsize=8)
+        start = end
+    axes.set(xlim=(0, bounds[-1]), ylim=(0, 1), xlabel="training tokens", ylabel="share of samples")
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+    return Path(path)

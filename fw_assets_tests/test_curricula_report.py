@@ -1,0 +1,69 @@
+"""The curriculum's report: per source and stage what is available, drawn and read again; checks
+that fail on too many epochs and warn on needless repeats; the plan's table and picture."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from fw_assets.mixtures.curriculum_report import (
+    check_max_epochs,
+    check_repeats_while_unseen,
+    freshness_markdown,
+    plan_table,
+    plot_shares,
+    source_stages,
+)
+from fw_assets_tests.test_curricula_plan import CURRICULUM, plan, plenty, scarce  # noqa: F401
+
+
+def test_plenty_reads_every_document_once(tmp_path, plenty):
+    mixture = plan(tmp_path, plenty)
+    rows = source_stages(mixture)
+    assert [(r.stage, r.source) for r in rows[:3]] == [("explore-1", s) for s in ("top", "mid", "low")]
+    for stage in mixture.stages:
+        mine = [r for r in rows if r.stage == stage.name]
+        drawn = sum(r.tokens_drawn for r in mine)
+        assert stage.num_samples[0] * stage.seq_length <= drawn <= (stage.num_samples[0] + 3) * stage.seq_length
+        for r in mine:
+            assert r.seen_share == 0 and not r.repeats and r.unseen_after > 0
+            assert r.epochs == pytest.approx(r.tokens_drawn / r.tokens_available)
+    long = [r for r in rows if r.stage == "long"]
+    explore = [r for r in rows if r.stage == "explore-1"]
+    assert all(a.tokens_available < b.tokens_available for a, b in zip(long, explore))  # min_doc_tokens
+    outcomes = [check_max_epochs(mixture, rows), check_repeats_while_unseen(rows)]
+    assert all(o.passed for o in outcomes)
+    report = freshness_markdown(rows, outcomes)
+    assert "| explore-1 | top |" in report and "max_epochs: passed" in report
+
+
+def test_scarce_source_fails_max_epochs_and_warns_on_repeats(tmp_path, scarce):
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["phases"][1]["max_epochs"] = 0.5
+    mixture = plan(tmp_path, scarce, recipe)
+    rows = source_stages(mixture)
+    top = [r for r in rows if r.source == "top"]
+    assert top[0].seen_share == 0 and top[-1].seen_share > 0.5 and top[-1].repeats
+    outcome = check_max_epochs(mixture, rows)
+    assert not outcome.passed and outcome.severity == "error"
+    assert "top in refine" in outcome.message and "mid in refine" not in outcome.message
+    warning = check_repeats_while_unseen(rows)
+    assert not warning.passed and warning.severity == "warning"
+    assert "top repeats documents while mid has" in warning.message
+    del recipe["phases"][1]["max_epochs"]
+    recipe["phases"][2]["tokens"] *= 4  # no limit set: more than 4 epochs of top's long documents warn
+    mixture = plan(tmp_path, scarce, recipe)
+    outcome = check_max_epochs(mixture, source_stages(mixture))
+    assert not outcome.passed and outcome.severity == "warning" and outcome.message.startswith("top in long")
+
+
+def test_table_and_picture(tmp_path, plenty):
+    mixture = plan(tmp_path, plenty)
+    table = plan_table(mixture)
+    assert table.count("\n") == 2 + len(mixture.stages) and "| explore-2 | explore | 64 |" in table
+    png = plot_shares(mixture, tmp_path / "shares.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from matplotlib import image
+
+    pixels = image.imread(png)
+    assert pixels.shape[1] == 900 and len(np.unique(pixels.reshape(-1, pixels.shape[-1]), axis=0)) > 5
