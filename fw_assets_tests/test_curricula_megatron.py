@@ -3,6 +3,7 @@ every cache file (builds nothing) and builds the same bytes; every view needs on
 GPTDataset; packed rows are its `BlendedDataset[i]`."""
 
 import filecmp
+import json
 import os
 from pathlib import Path
 
@@ -11,8 +12,11 @@ import pyarrow.dataset as ds
 import pytest
 
 from fw_assets.layout import packed_dir
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.cache import stage_caches, write_stage_cache
+from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.packed import write_packed
+from fw_assets.mixtures.plan import stage_from_plan_json
 from fw_assets.mixtures.views import write_views
 from fw_assets_tests.test_curricula_plan import CURRICULUM, plan, write_tree
 from fw_assets_tests.test_mixtures_megatron import megatron_build, process_group, snapshot  # noqa: F401
@@ -76,3 +80,25 @@ def test_packed_rows_are_megatrons_samples(built, process_group):
             eod = 50_000 - 1
             # a new document starts right after each end-of-document token of the inputs
             assert row["documents"][1:] == [k + 1 for k, t in enumerate(row["input_ids"][:-1]) if t == eod]
+
+
+def test_explain_names_source_ids_through_the_views(built, process_group):
+    mixture, ours, _ = built
+    written = json.loads(json.dumps(mixture.to_json()))
+    for name in ("explore-2", "long"):
+        stage = stage_from_plan_json(written, name)
+        assert stage == mixture.stage(name)
+        blended = megatron_build(stage, ours)[0]
+        for n in (0, 7, len(blended) - 1):
+            explained = explain_sample(stage, ours, "train", n)
+            member = stage.members[int(blended[n]["dataset_id"])].file
+            assert explained["dataset"] == member.prefix and f"/views/{name}/" in member.prefix
+            original = IndexedDatasetReader(Path(member.path.replace(f"mixtures/curriculum/views/{name}", "tokenized/synthetic")))
+            pieces = []
+            for d in explained["documents"]:
+                # the id names the original document; its tokens are the view's document's
+                number = int(d["id"].rsplit("-", 1)[1].rstrip(">"))
+                assert d["id"].startswith(f"<urn:uuid:{member.bucket}-{member.dump}-")
+                pieces.append(original[number][d["offset"]: d["offset"] + d["length"]])
+            item = blended[n]
+            assert np.array_equal(np.concatenate(pieces), np.concatenate([item["tokens"].numpy(), item["labels"].numpy()[-1:]]))
