@@ -176,6 +176,10 @@ def test_curriculum_recipe_errors(tmp_path, plenty):
     with pytest.raises(RecipeError, match=r"phases\[2\]\.min_doc_tokens.*fresh_documents"):
         plan(tmp_path, plenty, recipe)
     recipe = copy.deepcopy(CURRICULUM)
+    recipe["phases"][1]["temperature"]["stages"] = 11  # 10 global batches for 11 stages
+    with pytest.raises(RecipeError, match=r"phases\[1\]\.temperature\.stages: 11 stages of at least one global batch"):
+        plan(tmp_path, plenty, recipe)
+    recipe = copy.deepcopy(CURRICULUM)
     recipe["export"] = "zip"
     with pytest.raises(RecipeError, match="export: 'zip'"):
         plan(tmp_path, plenty, recipe)

@@ -141,13 +141,26 @@ def load_recipe(path: Path) -> Recipe:
         fresh_documents=fields.flag("fresh_documents"),
         export=_export(fields),
     )
-    for i, phase in enumerate(recipe.phases):
-        if phase.min_doc_tokens and not recipe.fresh_documents:
-            raise RecipeError(path, f"phases[{i}].min_doc_tokens", "filters the stages' views: needs `fresh_documents: true`")
+    _check_stages(recipe)
     names = [stage.name for _, stage in recipe.stages()]
     if len(set(names)) != len(names):
         raise RecipeError(path, "phases", f"stage names repeat: {names}")
     return recipe
+
+
+def _check_stages(recipe: Recipe) -> None:
+    """Every stage of a schedule gets at least one global batch; views need a train split."""
+    batch = recipe.megatron.global_batch_size
+    for i, phase in enumerate(recipe.phases):
+        if isinstance(phase.temperature, Schedule) and phase.tokens < phase.temperature.stages * batch * phase.seq_length:
+            raise RecipeError(recipe.path, f"phases[{i}].temperature.stages",
+                              f"{phase.temperature.stages} stages of at least one global batch ({batch} samples of "
+                              f"{phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
+        if phase.min_doc_tokens and not recipe.fresh_documents:
+            raise RecipeError(recipe.path, f"phases[{i}].min_doc_tokens",
+                              "filters the stages' views: needs `fresh_documents: true`")
+    if recipe.fresh_documents and not parse_split(recipe.megatron.split)[0] > 0:
+        raise RecipeError(recipe.path, "megatron.split", "fresh documents size views for the train split: it is empty")
 
 
 def _sources(path: Path, sources: dict) -> tuple[Source, ...]:
@@ -192,8 +205,8 @@ def _phases(path: Path, phases: list) -> tuple[Phase, ...]:
             min_doc_tokens=fields.positive_int("min_doc_tokens") if "min_doc_tokens" in fields.values else 0,
             max_epochs=max_epochs,
         )
-        if any(stage.tokens < phase.seq_length for stage in phase.stages()):
-            raise RecipeError(path, f"phases[{i}].tokens", "fewer tokens than one sample in a stage")
+        if phase.tokens < phase.seq_length:
+            raise RecipeError(path, f"phases[{i}].tokens", "fewer tokens than one sample")
         parsed.append(phase)
     return tuple(parsed)
 
