@@ -6,7 +6,7 @@
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
     <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, cache/,
-                                                           views/<stage>/<bucket>/<dump>, packed/<stage>/
+                                                           shares.png, views/<stage>/<bucket>/<dump>, packed/<stage>/
     <output_root>/published/<name>.json                    each output's generation record
     <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
@@ -154,6 +154,11 @@ def data_args_path(output_root: Path, recipe: str, stage: str) -> Path:
 def mixture_cache_dir(output_root: Path, recipe: str) -> Path:
     """`--data-cache-path`: Megatron's flat cache folder, shared by the recipe's stages."""
     return mixture_dir(output_root, recipe) / "cache"
+
+
+def shares_picture_path(output_root: Path, recipe: str) -> Path:
+    """The PNG beside the plan: each source's share over training tokens, phases, context lengths."""
+    return mixture_dir(output_root, recipe) / "shares.png"
 
 
 def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: str) -> Path:

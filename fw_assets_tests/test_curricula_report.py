@@ -6,6 +6,7 @@ import copy
 import numpy as np
 import pytest
 
+from fw_assets.layout import shares_picture_path
 from fw_assets.mixtures.curriculum_report import (
     check_max_epochs,
     check_repeats_while_unseen,
@@ -61,7 +62,7 @@ def test_table_and_picture(tmp_path, plenty):
     mixture = plan(tmp_path, plenty)
     table = plan_table(mixture)
     assert table.count("\n") == 2 + len(mixture.stages) and "| explore-2 | explore | 64 |" in table
-    png = plot_shares(mixture, tmp_path / "shares.png")
+    png = plot_shares(mixture, shares_picture_path(tmp_path, "curriculum"))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from matplotlib import image
 

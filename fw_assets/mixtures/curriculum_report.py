@@ -170,6 +170,7 @@ def plot_shares(plan: MixturePlan, path: Path) -> Path:
     axes.set(xlim=(0, bounds[-1]), ylim=(0, 1), xlabel="training tokens", ylabel="share of samples")
     axes.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     pyplot.close(figure)
     return Path(path)
