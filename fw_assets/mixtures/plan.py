@@ -1,8 +1,10 @@
 """A recipe resolved against the token files present: which prefixes each stage blends, with what
 weights, how many samples training will ask for, and the flags that make it ask for exactly those.
 
-`plan_mixture` reads only `.idx` files (token counts) and takes every path explicitly, so the
-Dagster asset, the tests and the benchmark call it the same way.
+`plan_mixture` reads only the token files' indexes (`.idx`, and with fresh documents the
+`.docs.parquet` ids that order them) and takes every path explicitly, so the Dagster asset, the
+tests and the benchmark call it the same way; with fresh documents it also chooses each stage's
+views, which `views.write_views` writes before the stages' caches are built.
 """
 
 import fnmatch

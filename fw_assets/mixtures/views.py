@@ -10,6 +10,8 @@ format listing the chosen documents, its `.bin` a relative link to the file's, a
 `.docs.parquet` sidecar with their source ids (`explain` reads it as for any prefix).
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 from dataclasses import dataclass, replace
@@ -24,6 +26,9 @@ from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_view_index
 from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
 from fw_assets.mixtures.megatron_cache import split_documents
 
+# TokenFile and MixturePlan below are fw_assets.mixtures.plan's, which imports this module (not
+# the other way round: the import graph has no cycles); annotations are not evaluated.
+
 
 @dataclass(frozen=True)
 class ViewSelection:
@@ -31,8 +36,8 @@ class ViewSelection:
     view's order) and how many of them earlier stages had already listed."""
 
     stage: str
-    file: "TokenFile"  # noqa: F821 - the original token file (fw_assets.mixtures.plan)
-    view: "TokenFile"  # noqa: F821 - the view, as the stage's blend names it
+    file: TokenFile  # the original token file (its tokens: those the stage may read)
+    view: TokenFile  # the view, as the stage's blend names it
     documents: np.ndarray
     seen_before: int
     eligible_documents: int  # the file's documents long enough for the stage
@@ -56,14 +61,14 @@ class DocumentPools:
         self._ranks[path] = document_ranks(ids, self.seed)
         self._uses[path] = np.zeros(len(ids), dtype=np.int64)
 
-    def eligible(self, file, min_doc_tokens: int):
+    def eligible(self, file: TokenFile, min_doc_tokens: int) -> TokenFile:
         """`file` as a stage with this minimum document length sees it: its long-enough documents."""
         self._load(file.path)
         lengths = self._lengths[file.path]
         kept = lengths[lengths >= min_doc_tokens]
         return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
 
-    def select(self, stage: str, file, view, min_doc_tokens: int, train_samples: int, seq_length: int,
+    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, train_samples: int, seq_length: int,
                splits: list[tuple[float, float] | None]) -> ViewSelection:
         """The fewest documents, least used first, whose train split holds `train_samples`
         samples in one epoch and that leave every other non-empty split a document."""
@@ -129,6 +134,6 @@ def write_view(selection: ViewSelection) -> list[Path]:
     return layout.token_files(prefix)
 
 
-def write_views(plan) -> list[Path]:
-    """Every stage view of `plan` (a MixturePlan), at the paths its stages read."""
+def write_views(plan: MixturePlan) -> list[Path]:
+    """Every stage view of `plan`, at the paths its stages read (before building their caches)."""
     return [path for selection in plan.views for path in write_view(selection)]
