@@ -161,10 +161,15 @@ def shares_picture_path(output_root: Path, recipe: str) -> Path:
     return mixture_dir(output_root, recipe) / "shares.png"
 
 
+def views_dir(output_root: Path, recipe: str) -> Path:
+    """Every stage's views of the token files (fresh documents), published together."""
+    return mixture_dir(output_root, recipe) / "views"
+
+
 def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: str) -> Path:
     """A stage's view of one token file: its own `.idx` and `.docs.parquet` listing some of the
     file's documents, and `.bin` a link to the file's (the prefix still ends in `<bucket>/<dump>`)."""
-    return mixture_dir(output_root, recipe) / "views" / stage / bucket / dump
+    return views_dir(output_root, recipe) / stage / bucket / dump
 
 
 def packed_dir(output_root: Path, recipe: str, stage: str) -> Path:

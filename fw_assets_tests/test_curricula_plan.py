@@ -3,6 +3,7 @@ file (disjoint while documents last, reused evenly after, long documents only wh
 
 import copy
 import math
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from fw_assets.layout import shipped_recipes_dir
+from fw_assets.layout import shipped_recipes_dir, views_dir
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron_cache import split_documents, split_matrix
@@ -135,6 +136,21 @@ def test_views_are_fresh_and_one_epoch_long(tmp_path, plenty):
             ids = read_document_index(Path(member.file.path))["id"].to_pylist()
             numbers = [int(i.rsplit("-", 1)[1].rstrip(">")) for i in ids]
             assert [np.array_equal(reader[k], original[n]) for k, n in enumerate(numbers)] == [True] * len(ids)
+
+
+def test_views_staged_elsewhere_link_from_their_place(tmp_path, plenty):
+    """Written into a staging folder and moved into place (publish by rename), views read the same."""
+    mixture = plan(tmp_path, plenty)
+    staging = plenty / ".staging" / "views-test"
+    write_views(mixture, staging)
+    final = views_dir(plenty, "curriculum")
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+    for selection in mixture.views:
+        reader = IndexedDatasetReader(Path(selection.view.path))
+        original = IndexedDatasetReader(Path(selection.file.path))
+        assert [np.array_equal(reader[k], original[int(d)]) for k, d in enumerate(selection.documents)] == \
+            [True] * len(selection.documents)
 
 
 def test_min_doc_tokens_keeps_long_documents(tmp_path, plenty):

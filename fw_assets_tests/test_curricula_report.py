@@ -11,7 +11,6 @@ from fw_assets.mixtures.curriculum_report import (
     check_max_epochs,
     check_repeats_while_unseen,
     freshness_markdown,
-    plan_table,
     plot_shares,
     source_stages,
 )
@@ -58,10 +57,8 @@ def test_scarce_source_fails_max_epochs_and_warns_on_repeats(tmp_path, scarce):
     assert not outcome.passed and outcome.severity == "warning" and outcome.message.startswith("top in long")
 
 
-def test_table_and_picture(tmp_path, plenty):
+def test_picture(tmp_path, plenty):
     mixture = plan(tmp_path, plenty)
-    table = plan_table(mixture)
-    assert table.count("\n") == 2 + len(mixture.stages) and "| explore-2 | explore | 64 |" in table
     png = plot_shares(mixture, shares_picture_path(tmp_path, "curriculum"))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from matplotlib import image

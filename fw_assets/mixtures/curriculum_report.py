@@ -1,6 +1,6 @@
 """What a curriculum reads, per source and stage: tokens available, tokens drawn, epochs, and how
-many of a stage's documents earlier stages already read; the checks on it; the plan's table, a
-markdown report and a picture of the sources' shares over training.
+many of a stage's documents earlier stages already read; the checks on it; a markdown section
+and a picture of the sources' shares over training.
 
 Plain functions over a `MixturePlan`; the asset layer writes their results and turns each
 `CheckOutcome` into a check result.
@@ -120,18 +120,6 @@ def check_repeats_while_unseen(rows: list[SourceStage]) -> CheckOutcome:
     if found:
         return CheckOutcome("repeats_while_unseen", False, "warning", "; ".join(found))
     return CheckOutcome("repeats_while_unseen", True, "warning", "no stage repeats documents while another source has unread ones")
-
-
-def plan_table(plan: MixturePlan) -> str:
-    """Markdown: one row per stage, in training order."""
-    sources = [s.name for s in plan.recipe.sources]
-    lines = ["| stage | phase | seq_length | T | tokens | train samples | " + " | ".join(sources) + " |",
-             "|" + "---|" * (6 + len(sources))]
-    for stage in plan.stages:
-        shares = " | ".join(f"{stage.shares[s]:.3f}" for s in sources)
-        lines.append(f"| {stage.name} | {stage.phase} | {stage.seq_length} | {stage.temperature:.3f} | "
-                     f"{stage.tokens:,} | {stage.num_samples[0]:,} | {shares} |")
-    return "\n".join(lines) + "\n"
 
 
 def freshness_markdown(rows: list[SourceStage], outcomes: list[CheckOutcome]) -> str:

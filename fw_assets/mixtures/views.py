@@ -117,16 +117,18 @@ def _enough(count: int, needed: int, train, splits) -> bool:
                for bounds in splits)
 
 
-def write_view(selection: ViewSelection) -> list[Path]:
-    """Write the view's `.idx`, `.docs.parquet` and `.bin` link at its path; the link is
-    relative, so the output tree can move or be mounted elsewhere (`data_root`)."""
-    prefix = Path(selection.view.path)
+def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Path]:
+    """Write the view's `.idx`, `.docs.parquet` and `.bin` link at `prefix` (default: its own
+    path; a staging folder to publish it by rename). The link is relative to the view's own
+    path, so it resolves once published, and when the output tree is mounted elsewhere."""
+    final = Path(selection.view.path)
+    prefix = final if prefix is None else Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     original = Path(selection.file.path)
     reader = IndexedDatasetReader(original)
     link = layout.bin_path(prefix)
     link.unlink(missing_ok=True)
-    os.symlink(os.path.relpath(layout.bin_path(original), link.parent), link)
+    os.symlink(os.path.relpath(layout.bin_path(original), final.parent), link)
     write_view_index(prefix, reader, selection.documents)
     ids = read_document_index(original)["id"].combine_chunks().take(pa.array(selection.documents))
     with DocumentIndexWriter(prefix) as docs:
@@ -134,6 +136,12 @@ def write_view(selection: ViewSelection) -> list[Path]:
     return layout.token_files(prefix)
 
 
-def write_views(plan: MixturePlan) -> list[Path]:
-    """Every stage view of `plan`, at the paths its stages read (before building their caches)."""
-    return [path for selection in plan.views for path in write_view(selection)]
+def write_views(plan: MixturePlan, folder: Path | None = None) -> list[Path]:
+    """Every stage view of `plan` (before building the stages' caches): at the paths its stages
+    read, or under `folder` as `<stage>/<bucket>/<dump>`, a staged `mixtures/<recipe>/views/`."""
+    written = []
+    for selection in plan.views:
+        file = selection.file
+        prefix = None if folder is None else Path(folder) / selection.stage / file.bucket / file.dump
+        written += write_view(selection, prefix)
+    return written
