@@ -205,3 +205,12 @@ def test_shipped_curriculum_has_three_phases():
     recipe = load_recipe(shipped_recipes_dir() / "curriculum.yaml")
     assert [p.seq_length for p in recipe.phases] == [64, 128, 256]
     assert recipe.fresh_documents and recipe.export == ("packed",)
+
+
+def test_views_are_drawn_by_id_and_seed(tmp_path, plenty):
+    first, again = plan(tmp_path, plenty), plan(tmp_path, plenty)
+    assert all(np.array_equal(a.documents, b.documents) for a, b in zip(first.views, again.views))
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["megatron"]["seed"] = 10
+    other = plan(tmp_path, plenty, recipe)
+    assert not np.array_equal(first.views[0].documents, other.views[0].documents)

@@ -59,7 +59,7 @@ class DocumentPools:
         self._lengths[path] = IndexedDatasetReader(Path(path)).sequence_lengths
         ids = read_document_index(Path(path))["id"].to_pylist()
         self._ranks[path] = document_ranks(ids, self.seed)
-        self._uses[path] = np.zeros(len(ids), dtype=np.int64)
+        self._uses[path] = np.zeros(len(ids), dtype=np.int32)
 
     def eligible(self, file: TokenFile, min_doc_tokens: int) -> TokenFile:
         """`file` as a stage with this minimum document length sees it: its long-enough documents."""
@@ -91,7 +91,10 @@ class DocumentPools:
 def document_ranks(ids: list[str], seed: int) -> np.ndarray:
     """Each document's place in a file's seeded random order: a hash of the seed and its id."""
     keys = [hashlib.blake2b(f"{seed}\x00{i}".encode(), digest_size=8).digest() for i in ids]
-    return np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable").argsort()
+    order = np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable")
+    ranks = np.empty(len(ids), dtype=np.int32)  # a file holds fewer than 2^31 documents (int32 lengths)
+    ranks[order] = np.arange(len(ids), dtype=np.int32)
+    return ranks
 
 
 def _view_size(ordered_lengths: np.ndarray, tokens_needed: int, splits: list[tuple[float, float] | None]) -> int:
