@@ -108,31 +108,40 @@ def member_samples(stage) -> list[int]:
     return [d["num_samples"] for d in train.members]
 
 
-def view_ids(selection) -> list[str]:
-    return read_document_index(Path(selection.view.path))["id"].to_pylist()
+def view_ids(selection, part: slice = slice(None)) -> list[str]:
+    return read_document_index(Path(selection.view.path))["id"].to_pylist()[part]
+
+
+def train_ids(selection) -> list[str]:
+    return view_ids(selection, slice(selection.train_documents))
 
 
 def test_views_are_fresh_and_one_epoch_long(tmp_path, plenty):
     mixture = plan(tmp_path, plenty)
     written = write_views(mixture)
     assert all(p.exists() for p in written)
-    seen: dict[tuple[str, str], set[str]] = {}
+    trained: dict[tuple[str, str], set[str]] = {}
+    evaluated: dict[tuple[str, str], set[str]] = {}
     for selection in mixture.views:
         bin_file = Path(selection.view.path + ".bin")
         assert bin_file.is_symlink() and bin_file.resolve() == Path(selection.file.path + ".bin").resolve()
-        ids = view_ids(selection)
+        ids = train_ids(selection)
         key = (selection.file.bucket, selection.file.dump)
-        assert not seen.setdefault(key, set()) & set(ids), f"{selection.stage} rereads {key}"
-        seen[key] |= set(ids)
-        assert selection.seen_before == 0
+        assert not trained.setdefault(key, set()) & set(ids), f"{selection.stage} rereads {key}"
+        trained[key] |= set(ids)
+        evaluated.setdefault(key, set()).update(view_ids(selection, slice(selection.train_documents, None)))
+        assert selection.seen_before == 0 and not selection.repeats
+    # validation documents are held out: no stage trains on what another evaluates on
+    assert all(evaluated[key] and not evaluated[key] & trained[key] for key in trained)
     for stage in mixture.stages:
         bounds = split_matrix(stage.cache.split)[0]
-        for member, samples in zip(stage.members, member_samples(stage)):
+        for member, samples, selection in zip(stage.members, member_samples(stage),
+                                              [s for s in mixture.views if s.stage == stage.name]):
             reader = IndexedDatasetReader(Path(member.file.path))
             begin, end = split_documents(bounds, len(reader))
+            assert end == selection.train_documents  # Megatron's train split is the view's train part
             assert reader.sequence_lengths[begin:end].sum() >= samples * stage.seq_length + 1
-            original = IndexedDatasetReader(Path(member.file.path.replace(
-                f"mixtures/curriculum/views/{stage.name}", "tokenized/synthetic")))
+            original = IndexedDatasetReader(Path(selection.file.path))
             ids = read_document_index(Path(member.file.path))["id"].to_pylist()
             numbers = [int(i.rsplit("-", 1)[1].rstrip(">")) for i in ids]
             assert [np.array_equal(reader[k], original[n]) for k, n in enumerate(numbers)] == [True] * len(ids)
@@ -172,17 +181,19 @@ def test_scarce_documents_are_reused_evenly(tmp_path, scarce):
     for dump in DUMPS:
         selections = [s for s in mixture.views if s.file.bucket == "4.0" and s.file.dump == dump]
         lengths = IndexedDatasetReader(Path(selections[0].file.path)).sequence_lengths
-        uses = Counter(i for s in selections for i in view_ids(s))
-        demand = sum(s.view.tokens for s in selections)
-        supply = int(lengths.sum())
-        assert demand > 2 * supply  # the case needs reuse
+        uses = Counter(i for s in selections for i in train_ids(s))
+        reader = IndexedDatasetReader(Path(selections[0].view.path))
+        demand = sum(int(IndexedDatasetReader(Path(s.view.path)).sequence_lengths[:s.train_documents].sum())
+                     for s in selections)
+        supply = selections[0].eligible_tokens
+        assert reader.document_count and demand > 2 * supply  # the case needs reuse
         assert max(uses.values()) <= math.ceil(demand / supply)
-        assert len(uses) == len(lengths)  # every document read before any is read again
+        assert len(uses) == selections[0].eligible_documents < len(lengths)  # all read before any again
         assert max(uses.values()) - min(uses.values()) <= 1
         assert selections[0].seen_before == 0 and selections[-1].seen_before > 0
 
 
-def test_curriculum_recipe_errors(tmp_path, plenty):
+def test_curriculum_recipe_errors(tmp_path, plenty, scarce):
     recipe = copy.deepcopy(CURRICULUM)
     recipe["phases"][0]["temperature"]["shape"] = "step"
     with pytest.raises(RecipeError, match=r"phases\[0\]\.temperature\.shape: 'step'"):
@@ -195,6 +206,9 @@ def test_curriculum_recipe_errors(tmp_path, plenty):
     recipe["phases"][1]["temperature"]["stages"] = 11  # 10 global batches for 11 stages
     with pytest.raises(RecipeError, match=r"phases\[1\]\.temperature\.stages: 11 stages of at least one global batch"):
         plan(tmp_path, plenty, recipe)
+    with pytest.raises(RecipeError, match=r"phases\[2\]\.min_doc_tokens: .*4\.0/CC-MAIN-2013-20: no document of at "
+                                          r"least 80 tokens held out for the valid split of stage long"):
+        plan(tmp_path, scarce)
     recipe = copy.deepcopy(CURRICULUM)
     recipe["export"] = "zip"
     with pytest.raises(RecipeError, match="export: 'zip'"):

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.cache import stage_caches
 from fw_assets.mixtures.plan import MixturePlan
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING
@@ -25,12 +24,12 @@ class SourceStage:
     stage: str
     phase: str
     source: str
-    tokens_available: int  # the source's tokens the stage may read (min_doc_tokens applied)
+    tokens_available: int  # the source's train tokens the stage may read (min_doc_tokens applied)
     tokens_drawn: int  # train samples the blend draws from it × seq_length
     epochs: float  # tokens drawn / tokens available
-    seen_share: float | None  # of the stage's documents, the share earlier stages listed (fresh documents only)
-    repeats: bool  # the stage lists documents already read (before, or twice in its view)
-    unseen_after: int | None  # the source's eligible documents no stage has listed yet, after this one
+    seen_share: float | None  # of the stage's train documents, the share earlier stages listed (fresh documents only)
+    repeats: bool  # the stage trains on documents already read (before, or twice in its view)
+    unseen_after: int | None  # the source's eligible train documents no stage has listed yet, after this one
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,6 @@ class CheckOutcome:
 def source_stages(plan: MixturePlan) -> list[SourceStage]:
     """Every (stage, source) of the plan, in training order."""
     drawn = _tokens_drawn(plan)
-    listed: dict[str, np.ndarray] = {}  # per token file: documents some stage listed so far
     rows = []
     for stage in plan.stages:
         selections = [s for s in plan.views if s.stage == stage.name]
@@ -53,10 +51,13 @@ def source_stages(plan: MixturePlan) -> list[SourceStage]:
             members = [m for m in stage.members if m.file.source == source.name]
             available = sum(s.eligible_tokens for s in mine) if mine else sum(m.file.tokens for m in members)
             tokens = drawn[stage.name].get(source.name, 0)
-            repeats, unseen = _read_again(mine, listed, stage.phase, plan) if mine else (tokens > available, None)
-            seen = sum(s.seen_before for s in mine) / max(1, sum(len(s.documents) for s in mine)) if mine else None
+            if mine:
+                seen = sum(s.seen_before for s in mine) / max(1, sum(s.train_documents for s in mine))
+                repeats, unread = any(s.repeats for s in mine), sum(s.unread_after for s in mine)
+            else:  # whole files: every stage shuffles them all again
+                seen, repeats, unread = None, tokens > available, None
             rows.append(SourceStage(stage.name, stage.phase, source.name, available, tokens,
-                                    tokens / available if available else 0.0, seen, repeats, unseen))
+                                    tokens / available if available else 0.0, seen, repeats, unread))
     return rows
 
 
@@ -69,20 +70,6 @@ def _tokens_drawn(plan: MixturePlan) -> dict[str, dict[str, int]]:
             per_source[member.file.source] += samples * stage.seq_length
         drawn[stage.name] = dict(per_source)
     return drawn
-
-
-def _read_again(selections, listed: dict[str, np.ndarray], phase: str, plan: MixturePlan) -> tuple[bool, int]:
-    """Whether these views list a document already listed (or twice), and how many eligible
-    documents of the source remain unlisted after them."""
-    min_doc_tokens = next(p.min_doc_tokens for p in plan.recipe.phases if p.name == phase)
-    repeats, unseen = False, 0
-    for selection in selections:
-        lengths = IndexedDatasetReader(Path(selection.file.path)).sequence_lengths
-        used = listed.setdefault(selection.file.path, np.zeros(len(lengths), dtype=bool))
-        repeats |= bool(used[selection.documents].any()) or len(np.unique(selection.documents)) < len(selection.documents)
-        used[selection.documents] = True
-        unseen += int((~used & (lengths >= min_doc_tokens)).sum())
-    return repeats, unseen
 
 
 def check_max_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:

@@ -147,7 +147,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
     transitions = _phase_transitions(recipe, sample_counts)
     cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
     stages, views = [], []
-    pools = DocumentPools(recipe.megatron.seed)
+    pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
@@ -183,8 +183,11 @@ def _stage_views(recipe: Recipe, output_root: Path, data_root: Path, pools: Docu
         path, prefix = (layout.view_prefix(root, recipe.name, stage.name, file.bucket, file.dump)
                         for root in (output_root, data_root))
         view = TokenFile(file.source, file.bucket, file.dump, str(path), str(prefix), 0, 0)
-        selections.append(pools.select(stage.name, file, view, phase.min_doc_tokens, samples,
-                                       phase.seq_length, split_matrix(recipe.megatron.split)))
+        try:
+            selections.append(pools.select(stage.name, file, view, phase.min_doc_tokens, samples, phase.seq_length))
+        except ValueError as error:
+            key = f"phases[{recipe.phases.index(phase)}].min_doc_tokens" if phase.min_doc_tokens else "megatron.split"
+            raise RecipeError(recipe.path, key, str(error)) from error
     return selections
 
 

@@ -5,7 +5,10 @@ Per token file, documents are ranked once by a hash of their id and the recipe's
 takes, in the order (times already used, rank), just enough documents for its blend to need one
 epoch of the view's train split; while a file has unused documents, stages get disjoint ones;
 after that every document is reused in turn, so uses never differ by more than one between two
-documents and none is used more than ⌈demand / supply⌉ times. A view is an `.idx` in Megatron's
+documents and none is used more than ⌈demand / supply⌉ times. Validation and test documents are
+held out of every train split: a file's documents are split once, in their ranked order, by the
+run's `--split` shares, and each view ends with the held-out documents its own split sizes ask
+for (Megatron splits a prefix by position). A view is an `.idx` in Megatron's
 format listing the chosen documents, its `.bin` a relative link to the file's, and a
 `.docs.parquet` sidecar with their source ids (`explain` reads it as for any prefix).
 """
@@ -24,7 +27,7 @@ from fw_assets import layout
 from fw_assets.lib.doc_index import DocumentIndexWriter, read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_view_index
 from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
-from fw_assets.mixtures.megatron_cache import split_documents
+from fw_assets.mixtures.megatron_cache import SPLITS, split_documents
 
 # TokenFile and MixturePlan below are fw_assets.mixtures.plan's, which imports this module (not
 # the other way round: the import graph has no cycles); annotations are not evaluated.
@@ -33,24 +36,32 @@ from fw_assets.mixtures.megatron_cache import split_documents
 @dataclass(frozen=True)
 class ViewSelection:
     """The documents one stage reads of one token file (sequence numbers of the file, in the
-    view's order) and how many of them earlier stages had already listed."""
+    view's order: its train split's, then its held-out validation and test documents)."""
 
     stage: str
-    file: TokenFile  # the original token file (its tokens: those the stage may read)
+    file: TokenFile  # the original token file (its tokens: those the stage may train on)
     view: TokenFile  # the view, as the stage's blend names it
     documents: np.ndarray
-    seen_before: int
-    eligible_documents: int  # the file's documents long enough for the stage
+    train_documents: int  # the first ones: the view's train split
+    seen_before: int  # of those, how many earlier stages listed
+    repeats: bool  # the train split lists documents earlier stages listed, or one twice
+    eligible_documents: int  # the file's train documents long enough for the stage
     eligible_tokens: int
+    unread_after: int  # of those, how many no stage has listed yet, after this one
 
 
 class DocumentPools:
-    """The documents of every token file of a recipe, and how often stages have used each."""
+    """The documents of every token file of a recipe, and how often stages have used each.
 
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
+    Each file's documents are split once, in their seeded order, by the run's `--split` shares:
+    a view's train split takes only train documents, its validation and test splits only held-out
+    ones, always the same, so no stage trains on a document another evaluates on."""
+
+    def __init__(self, seed: int, splits: list[tuple[float, float] | None]) -> None:
+        self.seed, self.splits = seed, splits
         self._lengths: dict[str, np.ndarray] = {}
         self._ranks: dict[str, np.ndarray] = {}
+        self._split_of: dict[str, np.ndarray] = {}
         self._uses: dict[str, np.ndarray] = {}
 
     def _load(self, path: str) -> None:
@@ -58,34 +69,60 @@ class DocumentPools:
             return
         self._lengths[path] = IndexedDatasetReader(Path(path)).sequence_lengths
         ids = read_document_index(Path(path))["id"].to_pylist()
-        self._ranks[path] = document_ranks(ids, self.seed)
+        ranks = document_ranks(ids, self.seed)
+        split_of = np.zeros(len(ids), dtype=np.int8)
+        for split, bounds in enumerate(self.splits):
+            if bounds is not None:
+                begin, end = split_documents(bounds, len(ids))
+                split_of[(ranks >= begin) & (ranks < end)] = split
+        self._ranks[path], self._split_of[path] = ranks, split_of
         self._uses[path] = np.zeros(len(ids), dtype=np.int32)
 
+    def _documents(self, path: str, split: int, min_doc_tokens: int) -> np.ndarray:
+        """The file's documents of `split` at least `min_doc_tokens` long, in seeded order."""
+        self._load(path)
+        found = np.flatnonzero((self._split_of[path] == split) & (self._lengths[path] >= min_doc_tokens))
+        return found[np.argsort(self._ranks[path][found], kind="stable")]
+
     def eligible(self, file: TokenFile, min_doc_tokens: int) -> TokenFile:
-        """`file` as a stage with this minimum document length sees it: its long-enough documents."""
-        self._load(file.path)
-        lengths = self._lengths[file.path]
-        kept = lengths[lengths >= min_doc_tokens]
+        """`file` as a stage with this minimum document length sees it: its train documents."""
+        documents = self._documents(file.path, 0, min_doc_tokens)
+        kept = self._lengths[file.path][documents]
         return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
 
-    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, train_samples: int, seq_length: int,
-               splits: list[tuple[float, float] | None]) -> ViewSelection:
-        """The fewest documents, least used first, whose train split holds `train_samples`
-        samples in one epoch and that leave every other non-empty split a document."""
-        self._load(file.path)
+    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, train_samples: int,
+               seq_length: int) -> ViewSelection:
+        """The fewest documents whose train split, least used first, holds `train_samples`
+        samples in one epoch, and held-out documents for every other non-empty split."""
+        pool = self._documents(file.path, 0, min_doc_tokens)
         lengths, uses = self._lengths[file.path], self._uses[file.path]
-        pool = np.flatnonzero(lengths >= min_doc_tokens)
-        if not len(pool) or not lengths[pool].sum():
-            raise ValueError(f"{file.path}: no document of at least {min_doc_tokens} tokens for stage {stage}")
-        order = pool[np.lexsort((self._ranks[file.path][pool], uses[pool]))]
-        count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, splits)
-        documents = order[np.arange(count) % len(order)]
-        seen_before = int((uses[documents] > 0).sum())
-        np.add.at(uses, documents, 1)
+        if not lengths[pool].sum():
+            raise ValueError(f"{file.path}: no train document of at least {min_doc_tokens} tokens for stage {stage}")
+        order = pool[np.argsort(uses[pool], kind="stable")]  # least used first, then seeded order
+        count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, self.splits)
+        parts = []
+        for split, bounds in enumerate(self.splits):
+            if bounds is None:
+                continue
+            begin, end = split_documents(bounds, count)
+            source = order if split == 0 else self._held_out(file.path, split, min_doc_tokens, stage)
+            parts.append(source[np.arange(end - begin) % len(source)])
+        train = parts[0]
+        seen_before = int((uses[train] > 0).sum())
+        repeats = bool(seen_before) or len(np.unique(train)) < len(train)
+        np.add.at(uses, train, 1)
+        documents = np.concatenate(parts)
         tokens = int(lengths[documents].sum(dtype=np.int64))
-        eligible_tokens = int(lengths[pool].sum(dtype=np.int64))
-        return ViewSelection(stage, file, replace(view, documents=count, tokens=tokens), documents,
-                             seen_before, len(pool), eligible_tokens)
+        return ViewSelection(stage, file, replace(view, documents=count, tokens=tokens), documents, len(train),
+                             seen_before, repeats, len(pool), int(lengths[pool].sum(dtype=np.int64)),
+                             int((uses[pool] == 0).sum()))
+
+    def _held_out(self, path: str, split: int, min_doc_tokens: int, stage: str) -> np.ndarray:
+        held = self._documents(path, split, min_doc_tokens)
+        if not len(held):
+            raise ValueError(f"{path}: no document of at least {min_doc_tokens} tokens held out for the "
+                             f"{SPLITS[split]} split of stage {stage} (the file is too small for the split)")
+        return held
 
 
 def document_ranks(ids: list[str], seed: int) -> np.ndarray:
