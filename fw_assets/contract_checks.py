@@ -30,15 +30,17 @@ from fw_assets.partitions import dump_partitions
 Events = Iterator[dg.AssetCheckResult | dg.MaterializeResult]
 
 
-def check_specs(asset: str, checks: Sequence[ContractCheck]) -> list[dg.AssetCheckSpec]:
-    """Per-dump asset checks of `asset`, one per contract check."""
+def check_specs(
+    asset: str, checks: Sequence[ContractCheck], partitions_def: dg.PartitionsDefinition = dump_partitions
+) -> list[dg.AssetCheckSpec]:
+    """Per-partition (per-dump unless told) asset checks of `asset`, one per contract check."""
     return [
         dg.AssetCheckSpec(
             check.name,
             asset=asset,
             description=check.description,
             blocking=check.blocking,
-            partitions_def=dump_partitions,
+            partitions_def=partitions_def,
         )
         for check in checks
     ]
@@ -48,16 +50,17 @@ def check_specs(asset: str, checks: Sequence[ContractCheck]) -> list[dg.AssetChe
 class ContractReport:
     """One step's contract outcomes for one dump, reported the one way that attributes them right."""
 
-    dump: str
+    dump: str  # the partition key: a dump, or a recipe for the mixture assets
     stage: str
     outcomes: Sequence[CheckOutcome]
+    kind: str = "Dump"  # what the partition key names, in messages
 
     def refuse_if_blocked(self) -> Iterator[dg.AssetCheckResult]:
         """If a blocking check failed: yield every result, then fail the step naming each
         violation, before anything is published. Otherwise yield nothing."""
         if any(outcome.blocks for outcome in self.outcomes):
             yield from (check_result(outcome) for outcome in self.outcomes)
-            guard(self.dump, self.stage, self.outcomes)
+            guard(self.dump, self.stage, self.outcomes, self.kind)
 
     def materialization(self, metadata: Mapping[str, Any]) -> dg.MaterializeResult:
         """The step's materialization with every check result attached (warnings included)."""
@@ -83,15 +86,15 @@ def check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
     )
 
 
-def guard(dump: str, stage: str, outcomes: Sequence[CheckOutcome]) -> None:
+def guard(dump: str, stage: str, outcomes: Sequence[CheckOutcome], kind: str = "Dump") -> None:
     """Raise a `dg.Failure` naming every blocking violation; do nothing if none. On its own (no
     check results) where a step re-checks another stage's contract before relying on it."""
     blocking = [o for o in outcomes if o.blocks]
     if blocking:
         raise dg.Failure(
-            description=rejection_message(dump, stage, blocking),
+            description=rejection_message(dump, stage, blocking, kind),
             metadata={
-                "dump": dump,
+                kind.lower(): dump,
                 "failed_checks": ", ".join(o.check.name for o in blocking),
                 "failing_rows": sum(v.rows for o in blocking for v in o.violations),
                 "problems": dg.MetadataValue.json(

@@ -4,11 +4,13 @@
 
 Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/sample/fineweb`
 (FW_OUTPUT_DIR), unless those variables are set; run history goes where the repo's dagster.yaml
-puts it (`.dagster/`). Each dump is one `dagster asset materialize --select '*' --partition <dump>`
-process started from the repo root.
+puts it (`.dagster/`). Each dump is one `dagster asset materialize --select group:fineweb_edu
+--partition <dump>` process started from the repo root; then the shipped `demo` mixture recipe is
+built over them (`--select 'mixture_plan*' --partition demo`) and its plan printed.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -20,18 +22,24 @@ import pyarrow.parquet as pq
 from fw_assets import settings
 from fw_assets.layout import (
     bucket_dump_dir,
+    mixture_dir,
+    plan_path,
     source_data_dir,
     source_dump_dir,
     token_prefix,
     tokenized_root,
 )
 from fw_assets.lib.markdown import table
+from fw_assets.mixtures.contract import member_figures
+from fw_assets.mixtures.plan import stage_from_plan_json
+from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_SOURCE = Path("data/sample/fineweb-edu")
 SAMPLE_OUTPUT = Path("data/sample/fineweb")
+DEMO_RECIPE = "demo"  # fw_assets/mixtures/demo.yaml, over the two default sample dumps
 
 
 def demo_environment() -> dict[str, str]:
@@ -51,18 +59,18 @@ def ensure_sample_dumps(source: Path, dumps: list[str], rows: int) -> None:
         print(f"generated {dump}: {rows:,} rows in {time.monotonic() - started:.1f}s")
 
 
-def materialize(dump: str, env: dict[str, str], log_dir: Path) -> None:
-    """Materialize every asset of the dump through the Dagster CLI; exit with its log on failure."""
-    log = log_dir / f"{dump}.log"
+def materialize(select: str, partition: str, env: dict[str, str], log_dir: Path) -> None:
+    """Materialize `select` for one partition through the Dagster CLI; exit with its log on failure."""
+    log = log_dir / f"{partition}.log"
     command = [sys.executable, "-m", "dagster", "asset", "materialize",
-               "-m", "fw_assets.definitions", "--select", "*", "--partition", dump]
+               "-m", "fw_assets.definitions", "--select", select, "--partition", partition]
     started = time.monotonic()
     with open(log, "w") as out:
         finished = subprocess.run(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     if finished.returncode != 0:
         print(log.read_text()[-4000:])
-        sys.exit(f"{dump}: materialization failed (full log: {log})")
-    print(f"materialized {dump} in {time.monotonic() - started:.1f}s (log: {log})")
+        sys.exit(f"{partition}: materialization failed (full log: {log})")
+    print(f"materialized {partition} in {time.monotonic() - started:.1f}s (log: {log})")
 
 
 def bucket_summary(output: Path, dumps: list[str]) -> str:
@@ -78,6 +86,19 @@ def bucket_summary(output: Path, dumps: list[str]) -> str:
     return table(["bucket", "dump", "files", "rows", "bytes"], rows)
 
 
+def mixture_summary(output: Path) -> str:
+    """The demo recipe's plan: its stages, then each stage's sources and Megatron-LM flags."""
+    plan = json.loads(plan_path(output, DEMO_RECIPE).read_text())
+    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+    stages = [stage_from_plan_json(plan, name) for name in names]
+    parts = [f"\nmixture {DEMO_RECIPE} (python -m fw_assets.mixtures explain {DEMO_RECIPE} --sample N):",
+             stage_table(stages)]
+    for stage in stages:
+        parts += [source_table(stage, member_figures(stage)),
+                  f"Megatron-LM flags of stage {stage.name}:\n{megatron_args_text(stage)}"]
+    return "\n\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fw_assets.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--dumps", nargs="+", default=list(DEFAULT_DUMPS), metavar="DUMP")
@@ -90,15 +111,18 @@ def main(argv: list[str] | None = None) -> None:
     log_dir = REPO / ".dagster" / "demo-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     for dump in args.dumps:
-        materialize(dump, env, log_dir)
+        materialize("group:fineweb_edu", dump, env, log_dir)
+    materialize("mixture_plan*", DEMO_RECIPE, env, log_dir)
 
     print(f"\nsource dumps:   {source_data_dir(source)}/")
     print(f"bucketed:       {bucket_dump_dir(output, '<bucket>', '<dump>')}/*.parquet")
     tokens = token_prefix(output, "<tokenizer>", "<bucket>", "<dump>")
     if tokenized_root(output).is_dir():
         print(f"tokenized:      {tokens}.bin|.idx|.docs.parquet")
+    print(f"mixture:        {mixture_dir(output, DEMO_RECIPE)}/ (plan.json, report.md, cache/)")
     print("run history:    open the UI with: dagster dev -w workspace.yaml\n")
     print(bucket_summary(output, args.dumps))
+    print(mixture_summary(output))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@
     <output_root>/selection/<dump>.parquet                 sampled: every row's decision
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
-    <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, cache/,
-                                                           shares.png, views/<stage>/<bucket>/<dump>, packed/<stage>/
+    <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, report.md,
+                                                           cache/, blend.md, shares.png,
+                                                           views/<stage>/<bucket>/<dump>, packed/<stage>/
     <output_root>/published/<name>.json                    each output's generation record
     <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
@@ -175,3 +176,23 @@ def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: s
 def packed_dir(output_root: Path, recipe: str, stage: str) -> Path:
     """A stage's training samples as parquet rows, `part-*.parquet` in sample order."""
     return mixture_dir(output_root, recipe) / "packed" / stage
+
+
+def report_path(output_root: Path, recipe: str) -> Path:
+    """The plan's report: per source and prefix, tokens, samples, epochs, shares; the flags."""
+    return mixture_dir(output_root, recipe) / "report.md"
+
+
+def blend_report_path(output_root: Path, recipe: str) -> Path:
+    """The built blends' realized shares beside their targets, published with `cache/`."""
+    return mixture_dir(output_root, recipe) / "blend.md"
+
+
+def mixture_plan_publication(recipe: str) -> str:
+    """The name mixture_plan publishes a recipe's plan, data-args and report under."""
+    return f"mixture_plan-{recipe}"
+
+
+def megatron_indexes_publication(recipe: str) -> str:
+    """The name megatron_indexes publishes a recipe's `cache/` under."""
+    return f"megatron_indexes-{recipe}"

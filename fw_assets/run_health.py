@@ -31,6 +31,7 @@ PROCESS_START_TAG = "fw_assets/process_start"
 
 DUCKDB_POOL = "duckdb"
 TOKENIZER_POOL = "tokenizer"
+MIXTURES_POOL = "mixtures"
 
 
 def process_start(pid: int) -> str | None:

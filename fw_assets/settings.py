@@ -8,6 +8,7 @@ SOURCE_DIR_ENV = "FW_SOURCE_DIR"
 OUTPUT_DIR_ENV = "FW_OUTPUT_DIR"
 SENSOR_INTERVAL_ENV = "FW_SENSOR_INTERVAL_SECONDS"
 SENSOR_SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
+MIXTURES_DIR_ENV = "FW_MIXTURES_DIR"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
@@ -22,6 +23,12 @@ def source_dir() -> Path:
 def output_dir() -> Path:
     """Root of everything fw_assets writes (`en/`, `tokenized/`, `selection/`)."""
     return Path(os.environ.get(OUTPUT_DIR_ENV, DEFAULT_OUTPUT_DIR))
+
+
+def mixtures_dir() -> Path | None:
+    """A folder of mixture recipes (`*.yaml`) besides the shipped ones; None when unset."""
+    value = os.environ.get(MIXTURES_DIR_ENV, "").strip()
+    return Path(value) if value else None
 
 
 def sensor_interval_seconds() -> int:

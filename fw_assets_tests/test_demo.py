@@ -1,4 +1,5 @@
-"""The README's first command: the demo runs every stage of every sample dump and says where it went."""
+"""The README's first command: the demo runs every stage of every sample dump, builds the demo
+mixture over them, and says where it went."""
 
 import subprocess
 import sys
@@ -25,3 +26,7 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
             assert list((output / "en" / bucket.name / dump).glob("*.parquet"))
             assert f"| {bucket.name} | {dump} | 1 |" in finished.stdout
     assert f"{output}/en/<bucket>/<dump>/*.parquet" in finished.stdout
+    assert "materialized demo" in finished.stdout and "mixture demo" in finished.stdout
+    assert "| main | main | 1,000,000 | 256 |" in finished.stdout  # the plan's stage table
+    assert f"--data-cache-path {output}/mixtures/demo/cache" in finished.stdout
+    assert list((output / "mixtures" / "demo" / "cache").glob("*-BlendedDataset-train-dataset_index.npy"))

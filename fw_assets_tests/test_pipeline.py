@@ -119,8 +119,8 @@ def test_rerunning_a_dump_replaces_its_output_with_identical_rows(sample_source,
 
 CLI_COMMANDS = {
     "dagster asset materialize": [sys.executable, "-m", "dagster", "asset", "materialize",
-                                  "-m", "fw_assets.definitions", "--select", "raw*", "--partition"],
-    "dg launch": [str(Path(sys.executable).with_name("dg")), "launch", "--assets", "raw*", "--partition"],
+                                  "-m", "fw_assets.definitions", "--select", "group:fineweb_edu", "--partition"],
+    "dg launch": [str(Path(sys.executable).with_name("dg")), "launch", "--assets", "group:fineweb_edu", "--partition"],
 }
 
 

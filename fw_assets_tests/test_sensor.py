@@ -11,6 +11,7 @@ import pytest
 from fw_assets import settings
 from fw_assets.automation.sensors import FINGERPRINT_TAG, new_dumps
 from fw_assets.definitions import defs
+from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests import bad_inputs as bad
@@ -154,7 +155,7 @@ def test_an_empty_source_root_says_where_it_looked(instance, tmp_path):
 def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instance, source, tmp_path):
     write_dump(source)
     dg.materialize(  # the whole chain, with the code location's resources pointed at these folders
-        list(defs.assets),
+        [asset for asset in defs.assets if asset.partitions_def == dump_partitions],
         partition_key=DUMP,
         resources={**defs.resources, **resources(source, tmp_path / "out")},
         instance=instance,
@@ -190,7 +191,10 @@ def test_two_complete_dumps_are_two_runs_each_of_the_whole_chain(instance, sourc
     assert sorted(requested_dumps(result)) == [DUMP, OTHER_DUMP]
     job = defs.resolve_job_def("dump_chain")
     assert job.partitions_def == defs.resolve_assets_def("raw").partitions_def
-    assert set(job.asset_layer.executable_asset_keys) == {asset.key for asset in defs.assets}
+    # every per-dump asset, and nothing partitioned otherwise (the mixtures are per recipe)
+    assert set(job.asset_layer.executable_asset_keys) == {
+        asset.key for asset in defs.assets if asset.partitions_def == dump_partitions
+    }
 
 
 def test_an_appledouble_file_does_not_hold_a_dump_back(instance, source):

@@ -78,10 +78,11 @@ class CheckOutcome:
         )
 
 
-def rejection_message(dump: str, stage: str, outcomes: Sequence[CheckOutcome]) -> str:
-    """Why `stage` rejected `dump`, one line per violation of every blocking check that failed."""
+def rejection_message(dump: str, stage: str, outcomes: Sequence[CheckOutcome], kind: str = "Dump") -> str:
+    """Why `stage` rejected `dump` (a partition of `kind`: Dump, Recipe), one line per violation of
+    every blocking check that failed."""
     lines = [
-        f"Dump {dump} failed the {stage} contract; nothing was published and the dump's "
+        f"{kind} {dump} failed the {stage} contract; nothing was published and the {kind.lower()}'s "
         "previous output is unchanged."
     ]
     for outcome in outcomes:

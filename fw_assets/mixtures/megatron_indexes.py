@@ -1,0 +1,130 @@
+"""`megatron_indexes`: every file Megatron-Core's dataset builder would write for a recipe's
+flags, under `mixtures/<recipe>/cache/` (`--data-cache-path`), one partition per recipe."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets.contract_checks import ContractReport, Events, check_specs
+from fw_assets.layout import (
+    blend_report_path,
+    megatron_indexes_publication,
+    mixture_cache_dir,
+    mixture_plan_publication,
+    plan_path,
+)
+from fw_assets.lib.cores import usable_cores
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.mixtures.cache import stage_caches, write_stage_cache
+from fw_assets.mixtures.contract import INDEX_CHECKS, blend_errors, check_blend_error
+from fw_assets.mixtures.mixture_plan import ALL_DUMPS_TOKENIZED, mixture_plan, tokenized_generations
+from fw_assets.mixtures.partitions import PER_RECIPE, recipe_partitions
+from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
+from fw_assets.mixtures.report import blend_report, blend_table
+from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import MIXTURES_POOL, heavy_step
+
+SQL = ()
+MODULES = (
+    *(f"fw_assets.mixtures.{name}" for name in ("plan", "megatron_cache", "cache", "gpt_indexes", "blend",
+                                                 "contract", "report")),
+    "fw_assets.lib.indexed_dataset",
+)
+
+
+class MegatronIndexesConfig(dg.Config):
+    workers: int = 0  # processes building the prefixes' indexes; 0 = one per usable core
+
+
+@dg.asset(
+    **PER_RECIPE,
+    deps=[mixture_plan, ALL_DUMPS_TOKENIZED],
+    code_version=code_version(sql=SQL, modules=MODULES),
+    check_specs=check_specs("megatron_indexes", INDEX_CHECKS, recipe_partitions),
+    kinds={"numpy"},
+    description="Megatron-Core's GPTDataset and BlendedDataset caches of every stage of the plan, "
+    "byte for byte, in `mixtures/<recipe>/cache/`: pass `--data-cache-path` and rank 0 builds "
+    "nothing. blend.md: each prefix's realized share against its target.",
+)
+def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesConfig, storage: FineWebStorage) -> Events:
+    name, root, log = context.partition_key, storage.output_root, context.log.info
+    with published_generation(root, mixture_plan_publication(name), name, log) as plan_record:
+        stages, tokenizer = _planned_stages(name, root, plan_record)
+        workers = config.workers or usable_cores()
+        with (
+            heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
+            staged_publication(root, megatron_indexes_publication(name), name, log) as staging,
+            tokenized_generations(root, tokenizer, log, list(plan_record["contents"]["tokenized_generations"])) as records,
+        ):
+            _refuse_a_stale_plan(name, plan_record, records)
+            cache = staging.path / "cache"
+            errors = {}
+            for stage in stages:
+                log(f"Building the indexes of stage {stage.name}: {len(stage.members)} prefixes, "
+                    f"{stage.num_samples} samples, {min(workers, len(stage.members))} processes")
+                write_stage_cache(stage, cache, min(workers, len(stage.members)))
+                errors[stage.name] = blend_errors(stage, cache)
+            report = ContractReport(name, "megatron_indexes",
+                                    [check_blend_error([e for found in errors.values() for e in found])],
+                                    kind="Recipe")
+            yield from report.refuse_if_blocked()
+            staged_report = staging.path / "blend.md"
+            staged_report.write_text(blend_report(name, stages, errors))
+            published = staging.publish(
+                {mixture_cache_dir(root, name): cache, blend_report_path(root, name): staged_report},
+                {"plan_generation": plan_record["generation"], "fingerprint": plan_record["contents"]["fingerprint"]},
+            )
+    yield report.materialization(_metadata(stages, errors, published, workers, root, name))
+
+
+def _planned_stages(name: str, root: Path, plan_record: dict | None) -> tuple[list[StagePlan], str]:
+    if plan_record is None:
+        raise dg.Failure(f"Recipe {name}: no published plan; materialize `mixture_plan` first "
+                         f"(--select 'mixture_plan*' --partition {name}). Nothing was published.")
+    plan = json.loads(plan_path(root, name).read_text())
+    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+    return [stage_from_plan_json(plan, stage) for stage in names], plan["tokenizer"]
+
+
+def _refuse_a_stale_plan(name: str, plan_record: dict, records: dict[str, dict]) -> None:
+    """The plan's weights and document counts come from the token files it read: refuse to build
+    over token files re-published since."""
+    planned = plan_record["contents"]["tokenized_generations"]
+    changed = [f"{dump} (planned from generation {generation}, now "
+               f"{records[dump]['generation'] if dump in records else 'none'})"
+               for dump, generation in planned.items()
+               if dump not in records or records[dump]["generation"] != generation]
+    if changed:
+        raise dg.Failure(
+            f"Recipe {name}: the plan is stale, these dumps were re-tokenized since it was made: "
+            f"{', '.join(changed[:5])}. Materialize the plan again (--select 'mixture_plan*' "
+            f"--partition {name}). Nothing was published."
+        )
+
+
+def _space_needed(stages: list[StagePlan]) -> SpaceNeed:
+    """sample_index (8–16 bytes) and shuffle_index (4–8) per member sample, 10 per blend sample;
+    document indexes are smaller than the sample indexes for documents longer than a sample."""
+    total = 0
+    for stage in stages:
+        for cache in stage_caches(stage):
+            total += 24 * sum(m["num_samples"] for m in cache.members) + 10 * cache.blend["size"]
+    return SpaceNeed(total, "24 bytes per member sample and 10 per blend sample")
+
+
+def _metadata(stages: list[StagePlan], errors: dict, published: dict, workers: int, root: Path, name: str) -> dict:
+    metadata = {
+        "cache": dg.MetadataValue.path(str(mixture_cache_dir(root, name))),
+        "files": sum(1 for relative in published["files"] if "/cache/" in relative),
+        "bytes": dg.MetadataValue.int(sum(published["files"].values())),
+        "workers": workers,
+        "usable_cores": usable_cores(),
+    }
+    for stage in stages:
+        metadata[f"realized_shares_{stage.name}"] = dg.MetadataValue.md(blend_table(stage, errors[stage.name]))
+        for e in errors[stage.name]:
+            metadata[f"blend_samples_{stage.name}_{e.split}"] = e.size
+    return metadata

@@ -1,0 +1,154 @@
+"""`mixture_plan`: a recipe resolved against the published token files, one partition per recipe:
+plan.json, one `<stage>.data-args.txt` per stage and report.md under `mixtures/<recipe>/`."""
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets.contract_checks import ContractReport, Events, check_specs
+from fw_assets.layout import (
+    data_args_path,
+    generation_record_path,
+    mixture_plan_publication,
+    plan_path,
+    report_path,
+    tokenized_publication,
+)
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.publish import Log, published_generation, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.mixtures.contract import (
+    DEFAULT_MAX_EPOCHS,
+    PLAN_CHECKS,
+    check_epochs,
+    check_sample_counts,
+    check_token_files,
+    member_figures,
+)
+from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file, recipe_partitions
+from fw_assets.mixtures.plan import MixturePlan, plan_mixture
+from fw_assets.mixtures.recipe import RecipeError, load_recipe
+from fw_assets.mixtures.report import megatron_args_block, plan_report, prefix_table, source_table, stage_table
+from fw_assets.partitions import dump_partitions
+from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import writing_step
+from fw_assets.tokenizing.tokenized import tokenized
+
+SQL = ()
+MODULES = (
+    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "megatron_cache", "cache", "contract", "report")),
+    "fw_assets.lib.indexed_dataset",
+)
+
+# A recipe reads the token files of every dump its sources match: each recipe depends on `tokenized`
+# of all dumps. Dagster does not follow data versions across 100 or more upstream partitions, so
+# the UI does not mark a recipe stale when a dump is re-tokenized: megatron_indexes refuses a plan
+# made from token files that have been replaced since (see the README).
+ALL_DUMPS_TOKENIZED = dg.AssetDep(tokenized, partition_mapping=dg.AllPartitionMapping())
+
+
+class MixturePlanConfig(dg.Config):
+    max_epochs: float = DEFAULT_MAX_EPOCHS  # the `epochs` check warns above this many passes
+
+
+@dg.asset(
+    **PER_RECIPE,
+    deps=[ALL_DUMPS_TOKENIZED],
+    code_version=code_version(sql=SQL, modules=MODULES),
+    check_specs=check_specs("mixture_plan", PLAN_CHECKS, recipe_partitions),
+    kinds={"json", "yaml"},
+    description="A mixture recipe (`fw_assets/mixtures/<recipe>.yaml` or `$FW_MIXTURES_DIR`) "
+    "planned over the published token files: `mixtures/<recipe>/plan.json` (stages, weights, "
+    "sample counts, Megatron-LM flags), `<stage>.data-args.txt` for `--data-args-path`, report.md.",
+)
+def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, storage: FineWebStorage) -> Events:
+    name, root, log = context.partition_key, storage.output_root, context.log.info
+    with (
+        writing_step(context, root, SpaceNeed(2**20, "a few hundred kB of plan, data-args and report")),
+        staged_publication(root, mixture_plan_publication(name), name, log) as staging,
+    ):
+        plan, records, figures = _plan(name, root, log)
+        report = ContractReport(name, "mixture_plan", [
+            check_token_files(plan, records, root),
+            check_sample_counts(plan),
+            check_epochs(plan, figures, config.max_epochs),
+        ], kind="Recipe")
+        yield from report.refuse_if_blocked()
+        text = plan_report(plan, figures)
+        used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
+        staging.publish(
+            _moves(root, name, plan, text, staging.path),
+            {"recipe": str(plan.recipe.path), "fingerprint": plan.fingerprint,
+             "tokenized_generations": {dump: records[dump]["generation"] for dump in used}},
+        )
+    yield report.materialization(_metadata(plan, figures, text, root))
+
+
+def _plan(name: str, root: Path, log: Log) -> tuple[MixturePlan, dict, dict]:
+    """The plan of recipe `name` over the token files published now, read under their locks."""
+    try:
+        recipe = load_recipe(recipe_file(name))
+        with tokenized_generations(root, recipe.tokenizer, log) as records:
+            plan = plan_mixture(recipe, root, sorted(records))
+            figures = {stage.name: member_figures(stage) for stage in plan.stages}
+    except RecipeError as error:
+        raise dg.Failure(f"Recipe {name}: {error}. Nothing was published; the recipe's previous "
+                         "plan and indexes are unchanged.") from error
+    return plan, records, figures
+
+
+@contextmanager
+def tokenized_generations(
+    root: Path, tokenizer: str, log: Log, dumps: Sequence[str] | None = None
+) -> Iterator[dict[str, dict]]:
+    """The published `tokenized` generation record of each dump (of `dumps`, else of every dump
+    that has one), by dump, held still while the body reads: no re-tokenizing replaces them meanwhile."""
+    if dumps is None:
+        dumps = [dump for dump in dump_partitions.get_partition_keys()
+                 if generation_record_path(root, tokenized_publication(tokenizer, dump)).is_file()]
+    with ExitStack() as stack:
+        records = {}
+        for dump in dumps:
+            record = stack.enter_context(published_generation(root, tokenized_publication(tokenizer, dump), dump, log))
+            if record is not None:
+                records[dump] = record
+        yield records
+
+
+def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path) -> dict[Path, Path | None]:
+    """plan.json, each stage's data-args and report.md; data-args of stages no longer in the
+    recipe are removed."""
+    files = {plan_path(root, name): json.dumps(plan.to_json(), indent=1),
+             report_path(root, name): report}
+    files |= {data_args_path(root, name, stage.name): stage.data_args for stage in plan.stages}
+    moves: dict[Path, Path | None] = {}
+    for target, text in files.items():
+        staged = staging / target.name
+        staged.write_text(text)
+        moves[target] = staged
+    previous = generation_record_path(root, mixture_plan_publication(name))
+    if previous.is_file():
+        for relative in json.loads(previous.read_text())["files"]:
+            moves.setdefault(root / relative, None)
+    return moves
+
+
+def _metadata(plan: MixturePlan, figures: dict, report: str, root: Path) -> dict:
+    metadata = {
+        "recipe": dg.MetadataValue.path(str(plan.recipe.path)),
+        "plan": dg.MetadataValue.path(str(plan_path(root, plan.recipe.name))),
+        "fingerprint": plan.fingerprint,
+        "cache_dir": plan.cache_dir,
+        "prefixes": len({m.file.prefix for stage in plan.stages for m in stage.members}),
+        "stages": dg.MetadataValue.md(stage_table(plan.stages)),
+        "report": dg.MetadataValue.md(report),
+    }
+    for stage in plan.stages:
+        metadata[f"megatron_args_{stage.name}"] = dg.MetadataValue.md(megatron_args_block(stage))
+        metadata[f"sources_{stage.name}"] = dg.MetadataValue.md(source_table(stage, figures[stage.name]))
+        metadata[f"prefixes_{stage.name}"] = dg.MetadataValue.md(prefix_table(figures[stage.name]))
+        metadata[f"train_samples_{stage.name}"] = stage.num_samples[0]
+    return metadata

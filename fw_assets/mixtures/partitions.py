@@ -1,0 +1,51 @@
+"""One static partition per mixture recipe: the stems of `fw_assets/mixtures/*.yaml` and of
+`$FW_MIXTURES_DIR/*.yaml`, found when the code location loads (a new file needs a reload, as a new
+dump folder does). A recipe in `$FW_MIXTURES_DIR` with a shipped recipe's stem replaces it."""
+
+import logging
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets import settings
+from fw_assets.layout import shipped_recipes_dir
+
+logger = logging.getLogger(__name__)
+
+
+def recipe_files(shipped: Path, user: Path | None) -> dict[str, Path]:
+    """Each recipe's file by name (its stem); a user recipe wins over a shipped one of its name."""
+    found = {path.stem: path for path in sorted(shipped.glob("*.yaml"))}
+    if user is None:
+        return found
+    if not user.is_dir():
+        logger.warning("%s=%s is not a folder: only the shipped recipes are loaded", settings.MIXTURES_DIR_ENV, user)
+        return found
+    for path in sorted(user.glob("*.yaml")):
+        if path.stem in found:
+            logger.warning("Recipe %s replaces the shipped recipe %s of the same name", path, found[path.stem])
+        found[path.stem] = path
+    return found
+
+
+def current_recipe_files() -> dict[str, Path]:
+    """The recipe files as they are now (a run reads its recipe from here, not from load time)."""
+    return recipe_files(shipped_recipes_dir(), settings.mixtures_dir())
+
+
+def recipe_file(recipe: str) -> Path:
+    """The file of recipe `recipe`, with an error saying where recipes are looked for."""
+    files = current_recipe_files()
+    if recipe not in files:
+        raise dg.Failure(
+            f"Recipe {recipe}: no file {recipe}.yaml in {shipped_recipes_dir()} or "
+            f"{settings.MIXTURES_DIR_ENV}={settings.mixtures_dir()}; nothing was published."
+        )
+    return files[recipe]
+
+
+recipe_partitions = dg.StaticPartitionsDefinition(sorted(current_recipe_files()))
+
+# What every per-recipe asset shares. A group of its own: neither the `dump_chain` job nor a dump
+# backfill (group `fineweb_edu`) selects them.
+PER_RECIPE = dict(partitions_def=recipe_partitions, group_name="mixtures")

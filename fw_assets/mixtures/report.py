@@ -1,0 +1,88 @@
+"""What a planned and built mixture looks like to a person: `report.md`, `blend.md` and the
+markdown tables of the assets' metadata. Plain code, no Dagster."""
+
+import shlex
+from collections.abc import Mapping, Sequence
+
+from fw_assets.lib.markdown import table
+from fw_assets.mixtures.contract import BlendError, MemberFigures, source_epochs
+from fw_assets.mixtures.plan import MixturePlan, StagePlan
+
+
+def megatron_args_text(stage: StagePlan) -> str:
+    """The stage's training flags, one per line, ready to paste after `pretrain_gpt.py`."""
+    pairs, args, i = [], list(stage.megatron_args), 0
+    while i < len(args):
+        takes_value = i + 1 < len(args) and not args[i + 1].startswith("--")
+        pairs.append(" ".join(shlex.quote(a) for a in args[i: i + 1 + takes_value]))
+        i += 1 + takes_value
+    return " \\\n    ".join(pairs)
+
+
+def megatron_args_block(stage: StagePlan) -> str:
+    """The flags as a markdown code block."""
+    return f"```\n{megatron_args_text(stage)}\n```"
+
+
+def stage_table(stages: Sequence[StagePlan]) -> str:
+    """One row per stage: tokens, seq_length, samples per split, members; the demo prints it."""
+    rows = [(s.phase, s.name, s.tokens, s.seq_length, s.temperature, *s.num_samples, len(s.members))
+            for s in stages]
+    return table(["phase", "stage", "tokens", "seq_length", "temperature", "train samples",
+                  "valid samples", "test samples", "prefixes"], rows)
+
+
+def source_table(stage: StagePlan, figures: Sequence[MemberFigures]) -> str:
+    """Per source, train split: files, tokens available, target share, samples drawn, epochs."""
+    train = [f for f in figures if f.split == "train"]
+    epochs = source_epochs(figures, stage.seq_length)
+    rows = []
+    for source, share in stage.shares.items():
+        mine = [f for f in train if f.source == source]
+        rows.append((source, len(mine), sum(f.tokens for f in mine), share,
+                     sum(f.samples_drawn for f in mine), epochs.get(source, 0.0)))
+    return table(["source", "prefixes", "train tokens available", "target share", "samples drawn", "epochs"], rows)
+
+
+def prefix_table(figures: Sequence[MemberFigures]) -> str:
+    """Per prefix and split: tokens available, target share, samples drawn and built, epochs."""
+    rows = [(f.split, f.source, f.bucket, f.dump, f.tokens, f.target_share, f.samples_drawn,
+             f.samples_built, f.epochs) for f in figures]
+    return table(["split", "source", "bucket", "dump", "tokens available", "target share",
+                  "samples drawn", "samples built", "epochs"], rows)
+
+
+def plan_report(plan: MixturePlan, figures: Mapping[str, Sequence[MemberFigures]]) -> str:
+    """report.md: the stages, then per stage its flags, sources and prefixes."""
+    lines = [f"# Mixture {plan.recipe.name}", "",
+             f"Recipe `{plan.recipe.path}`, plan fingerprint `{plan.fingerprint}`, "
+             f"token files of `{plan.recipe.tokenizer}`; cache `{plan.cache_dir}`.", "",
+             stage_table(plan.stages), ""]
+    for stage in plan.stages:
+        lines += [f"## Stage {stage.name}", "", "Megatron-LM flags:", "", megatron_args_block(stage), "",
+                  "### Sources (train split)", "", source_table(stage, figures[stage.name]), "",
+                  "### Prefixes", "", prefix_table(figures[stage.name]), ""]
+    return "\n".join(lines)
+
+
+def blend_table(stage: StagePlan, errors: Sequence[BlendError]) -> str:
+    """Per split and prefix of a built stage: samples drawn, realized and target share."""
+    rows = []
+    for e in errors:
+        for member, drawn, target in zip(stage.members, e.counts, e.target_shares):
+            rows.append((e.split, member.file.source, member.file.bucket, member.file.dump, drawn,
+                         drawn / e.size, target, drawn / e.size - target))
+    return table(["split", "source", "bucket", "dump", "samples drawn", "realized share",
+                  "target share", "difference"], rows)
+
+
+def blend_report(recipe: str, stages: Sequence[StagePlan], errors: Mapping[str, Sequence[BlendError]]) -> str:
+    """blend.md: per stage the blend error figures and every prefix's realized vs target share."""
+    lines = [f"# Built blends of mixture {recipe}", ""]
+    for stage in stages:
+        summary = [(e.split, e.size, e.end_error, e.window_error, e.windows) for e in errors[stage.name]]
+        lines += [f"## Stage {stage.name}", "",
+                  table(["split", "samples", "max end error (samples)", "max window error (share)",
+                         "full windows"], summary), "",
+                  blend_table(stage, errors[stage.name]), ""]
+    return "\n".join(lines)
