@@ -9,7 +9,9 @@ import pytest
 from fw_assets.layout import shares_picture_path
 from fw_assets.mixtures.curriculum_report import (
     check_max_epochs,
+    check_phase_epochs,
     check_repeats_while_unseen,
+    curriculum_outcomes,
     freshness_markdown,
     plot_shares,
     source_stages,
@@ -31,10 +33,10 @@ def test_plenty_reads_every_document_once(tmp_path, plenty):
     long = [r for r in rows if r.stage == "long"]
     explore = [r for r in rows if r.stage == "explore-1"]
     assert all(a.tokens_available < b.tokens_available for a, b in zip(long, explore))  # min_doc_tokens
-    outcomes = [check_max_epochs(mixture, rows), check_repeats_while_unseen(rows)]
-    assert all(o.passed for o in outcomes)
+    outcomes = curriculum_outcomes(mixture, rows)
+    assert [o.check.name for o in outcomes if o.passed] == ["max_epochs", "phase_epochs", "repeats_while_unseen"]
     report = freshness_markdown(rows, outcomes)
-    assert "| explore-1 | top |" in report and "max_epochs: passed" in report
+    assert "| explore-1 | top |" in report and "- max_epochs: passed" in report
 
 
 def test_scarce_source_fails_max_epochs_and_warns_on_repeats(tmp_path, scarce):
@@ -46,16 +48,18 @@ def test_scarce_source_fails_max_epochs_and_warns_on_repeats(tmp_path, scarce):
     top = [r for r in rows if r.source == "top"]
     assert top[0].seen_share == 0 and top[-1].seen_share > 0.5 and top[-1].repeats
     outcome = check_max_epochs(mixture, rows)
-    assert not outcome.passed and outcome.severity == "error"
-    assert "top in refine" in outcome.message and "mid in refine" not in outcome.message
+    assert outcome.blocks and [v.problem.split(":")[0] for v in outcome.violations] == ["top in refine"]
     warning = check_repeats_while_unseen(rows)
-    assert not warning.passed and warning.severity == "warning"
-    assert "top repeats documents while mid has" in warning.message
+    assert not warning.passed and not warning.blocks
+    assert "top repeats documents while mid has" in warning.violations[0].problem
+    assert "- max_epochs: FAILED\n  - top in refine" in freshness_markdown(rows, [outcome, warning])
     del recipe["phases"][1]["max_epochs"]
     recipe["phases"][2]["tokens"] *= 8  # no limit set: more than 4 epochs of top in the last phase warn
     mixture = plan(tmp_path, scarce, recipe)
-    outcome = check_max_epochs(mixture, source_stages(mixture))
-    assert not outcome.passed and outcome.severity == "warning" and outcome.message.startswith("top in long")
+    rows = source_stages(mixture)
+    assert check_max_epochs(mixture, rows).passed
+    outcome = check_phase_epochs(mixture, rows)
+    assert not outcome.passed and not outcome.blocks and outcome.violations[0].problem.startswith("top in long")
 
 
 def test_picture(tmp_path, plenty):

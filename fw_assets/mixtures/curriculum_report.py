@@ -2,8 +2,8 @@
 many of a stage's documents earlier stages already read; the checks on it; a markdown section
 and a picture of the sources' shares over training.
 
-Plain functions over a `MixturePlan`; the asset layer writes their results and turns each
-`CheckOutcome` into a check result.
+Plain functions over a `MixturePlan`; `mixture_plan` writes their results and reports each
+`CheckOutcome` (fw_assets.contracts.findings) as a per-recipe asset check.
 """
 
 from collections import defaultdict
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
 from fw_assets.mixtures.cache import stage_caches
 from fw_assets.mixtures.plan import MixturePlan
-from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING
+from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, Phase
 
 
 @dataclass(frozen=True)
@@ -32,12 +33,22 @@ class SourceStage:
     unseen_after: int | None  # the source's eligible train documents no stage has listed yet, after this one
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
-    name: str
-    passed: bool
-    severity: str  # "error" or "warning": what a failure means
-    message: str
+MAX_EPOCHS = ContractCheck(
+    "max_epochs",
+    "Per phase and source: tokens drawn in the phase / tokens available at most the phase's "
+    "`max_epochs`, when it sets one.",
+)
+PHASE_EPOCHS = ContractCheck(
+    "phase_epochs",
+    f"Per phase without `max_epochs` and source: at most {DEFAULT_EPOCH_WARNING:g} epochs.",
+    blocking=False,
+)
+REPEATS_WHILE_UNSEEN = ContractCheck(
+    "repeats_while_unseen",
+    "No stage reads documents again while another of its sources still has documents no stage read.",
+    blocking=False,
+)
+CURRICULUM_CHECKS = (MAX_EPOCHS, PHASE_EPOCHS, REPEATS_WHILE_UNSEEN)
 
 
 def source_stages(plan: MixturePlan) -> list[SourceStage]:
@@ -72,41 +83,55 @@ def _tokens_drawn(plan: MixturePlan) -> dict[str, dict[str, int]]:
     return drawn
 
 
-def check_max_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:
-    """Error: a source read more than its phase's `max_epochs`; a warning above 4 epochs when the
-    phase sets no limit."""
-    over, warned = [], []
+def phase_epochs(plan: MixturePlan, rows: list[SourceStage]) -> list[tuple[Phase, str, float]]:
+    """(phase, source, tokens drawn in the phase / tokens available) for every phase and source."""
+    found = []
     for phase in plan.recipe.phases:
         for source in plan.recipe.sources:
             mine = [r for r in rows if r.phase == phase.name and r.source == source.name]
             available = max(r.tokens_available for r in mine)
-            epochs = sum(r.tokens_drawn for r in mine) / available if available else 0.0
-            limit = phase.max_epochs
-            if limit is not None and epochs > limit:
-                over.append(f"{source.name} in {phase.name}: {epochs:.2f} epochs > max_epochs {limit}")
-            elif limit is None and epochs > DEFAULT_EPOCH_WARNING:
-                warned.append(f"{source.name} in {phase.name}: {epochs:.2f} epochs (above {DEFAULT_EPOCH_WARNING:g})")
-    if over:
-        return CheckOutcome("max_epochs", False, "error", "; ".join(over + warned))
-    if warned:
-        return CheckOutcome("max_epochs", False, "warning", "; ".join(warned))
-    return CheckOutcome("max_epochs", True, "error", "every source within its phase's epochs")
+            found.append((phase, source.name, sum(r.tokens_drawn for r in mine) / available if available else 0.0))
+    return found
+
+
+def check_max_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:
+    """MAX_EPOCHS: a source read more than its phase's `max_epochs` fails."""
+    read = phase_epochs(plan, rows)
+    violations = [Violation("max_epochs", None, 1, f"{source} in {phase.name}: {epochs:.2f} epochs > "
+                            f"max_epochs {phase.max_epochs:g}: add data or lower its weight")
+                  for phase, source, epochs in read if phase.max_epochs is not None and epochs > phase.max_epochs]
+    limited = [epochs for phase, _, epochs in read if phase.max_epochs is not None]
+    return MAX_EPOCHS.outcome(violations, {"most_epochs_in_a_limited_phase": round(max(limited, default=0.0), 4)})
+
+
+def check_phase_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:
+    """PHASE_EPOCHS: a warning above 4 epochs of a source in a phase that sets no limit."""
+    read = [(phase, source, epochs) for phase, source, epochs in phase_epochs(plan, rows) if phase.max_epochs is None]
+    violations = [Violation("phase_epochs", None, 1, f"{source} in {phase.name}: {epochs:.2f} epochs "
+                            f"(above {DEFAULT_EPOCH_WARNING:g}; set the phase's max_epochs to allow it)")
+                  for phase, source, epochs in read if epochs > DEFAULT_EPOCH_WARNING]
+    return PHASE_EPOCHS.outcome(violations, {"most_epochs_in_an_unlimited_phase":
+                                             round(max((e for _, _, e in read), default=0.0), 4)})
 
 
 def check_repeats_while_unseen(rows: list[SourceStage]) -> CheckOutcome:
-    """Warning: a stage reads documents again while another source of it has documents no stage read."""
-    found = []
+    """REPEATS_WHILE_UNSEEN: a stage reads documents again while another source of it has
+    documents no stage read."""
+    violations = []
     for stage in dict.fromkeys(r.stage for r in rows):
         mine = [r for r in rows if r.stage == stage]
         fresh_elsewhere = {r.source: r.unseen_after for r in mine if r.unseen_after}
         for row in mine:
             others = {s: n for s, n in fresh_elsewhere.items() if s != row.source}
             if row.repeats and others:
-                found.append(f"{stage}: {row.source} repeats documents while "
-                             + ", ".join(f"{s} has {n} unread" for s, n in others.items()))
-    if found:
-        return CheckOutcome("repeats_while_unseen", False, "warning", "; ".join(found))
-    return CheckOutcome("repeats_while_unseen", True, "warning", "no stage repeats documents while another source has unread ones")
+                violations.append(Violation("repeats_while_unseen", None, 1, f"{stage}: {row.source} repeats "
+                                            "documents while " + ", ".join(f"{s} has {n} unread" for s, n in others.items())))
+    return REPEATS_WHILE_UNSEEN.outcome(violations, {"stages_repeating": len(violations)})
+
+
+def curriculum_outcomes(plan: MixturePlan, rows: list[SourceStage]) -> list[CheckOutcome]:
+    """The outcomes of CURRICULUM_CHECKS, in their order."""
+    return [check_max_epochs(plan, rows), check_phase_epochs(plan, rows), check_repeats_while_unseen(rows)]
 
 
 def freshness_markdown(rows: list[SourceStage], outcomes: list[CheckOutcome]) -> str:
@@ -119,7 +144,9 @@ def freshness_markdown(rows: list[SourceStage], outcomes: list[CheckOutcome]) ->
         lines.append(f"| {r.stage} | {r.source} | {r.tokens_available:,} | {r.tokens_drawn:,} | "
                      f"{r.epochs:.3f} | {seen} | {unseen} |")
     lines.append("")
-    lines += [f"- {o.name}: {'passed' if o.passed else o.severity.upper()} — {o.message}" for o in outcomes]
+    for o in outcomes:
+        verdict = "passed" if o.passed else "FAILED" if o.check.blocking else "WARNING"
+        lines.append(f"- {o.check.name}: {verdict}" + "".join(f"\n  - {v.problem}" for v in o.violations))
     return "\n".join(lines) + "\n"
 
 
