@@ -176,6 +176,18 @@ def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Pat
     return layout.token_files(prefix)
 
 
+def view_lengths(plan: MixturePlan) -> dict[str, np.ndarray]:
+    """Each view's document lengths by the path its stage reads, from the original files: what a
+    view will hold before it is written (or while an older one is still published there)."""
+    lengths, originals = {}, {}
+    for selection in plan.views:
+        path = selection.file.path
+        if path not in originals:
+            originals[path] = IndexedDatasetReader(Path(path)).sequence_lengths
+        lengths[selection.view.path] = originals[path][selection.documents]
+    return lengths
+
+
 def write_views(plan: MixturePlan, folder: Path | None = None) -> list[Path]:
     """Every stage view of `plan` (before building the stages' caches): at the paths its stages
     read, or under `folder` as `<stage>/<bucket>/<dump>`, a staged `mixtures/<recipe>/views/`."""
