@@ -173,9 +173,14 @@ def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: s
     return views_dir(output_root, recipe) / stage / bucket / dump
 
 
+def packed_root(output_root: Path, recipe: str) -> Path:
+    """Every stage's packed samples (`export: packed`), published together."""
+    return mixture_dir(output_root, recipe) / "packed"
+
+
 def packed_dir(output_root: Path, recipe: str, stage: str) -> Path:
     """A stage's training samples as parquet rows, `part-*.parquet` in sample order."""
-    return mixture_dir(output_root, recipe) / "packed" / stage
+    return packed_root(output_root, recipe) / stage
 
 
 def report_path(output_root: Path, recipe: str) -> Path:
@@ -196,3 +201,8 @@ def mixture_plan_publication(recipe: str) -> str:
 def megatron_indexes_publication(recipe: str) -> str:
     """The name megatron_indexes publishes a recipe's `cache/` under."""
     return f"megatron_indexes-{recipe}"
+
+
+def packed_publication(recipe: str) -> str:
+    """The name `packed` publishes a recipe's `packed/` under."""
+    return f"packed-{recipe}"

@@ -15,7 +15,7 @@ from fw_assets.layout import packed_dir
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.cache import stage_caches, write_stage_cache
 from fw_assets.mixtures.explain import explain_sample
-from fw_assets.mixtures.packed import write_packed
+from fw_assets.mixtures.packing import write_packed
 from fw_assets.mixtures.plan import stage_from_plan_json
 from fw_assets.mixtures.views import write_views
 from fw_assets_tests.test_curricula_plan import CURRICULUM, plan, write_tree

@@ -5,7 +5,8 @@ Plain modules, no Dagster: `recipe` (parse, check), `plan` (prefixes, weights, s
 flags), `cache` (the cache files), `gpt_indexes` and `blend` (the index builders), `explain`,
 `contract` (the per-recipe checks), `report` (report.md, blend.md, metadata tables);
 curricula: `views` (each stage's fresh documents), `curriculum_report` (freshness, checks,
-table, picture), `packed` (samples as parquet rows).
-Dagster: `partitions` (one partition per recipe), the assets `mixture_plan` and `megatron_indexes`;
+table, picture), `packing` (samples as parquet rows).
+Dagster: `partitions` (one partition per recipe), the assets `mixture_plan`, `megatron_indexes` and
+`packed` (only with `export: packed`);
 `__main__` is the `explain` command.
 """

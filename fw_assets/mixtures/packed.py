@@ -1,80 +1,102 @@
-"""Packed export: a stage's training samples as parquet rows, for trainers outside Megatron.
+"""`packed`: every stage's training samples as parquet rows under `mixtures/<recipe>/packed/`, for
+trainers outside Megatron; only for recipes with `export: packed`, one partition per recipe."""
 
-Row i of `packed/<stage>/part-*.parquet` (files sort in sample order) is sample i of the stage's
-train blend (the stage's tokens // seq_length samples), read from the cache files the way Megatron's `BlendedDataset` and `GPTDataset` read
-them: `input_ids` and `labels` (int32, exactly seq_length each, labels shifted by one), documents
-concatenated with their end-of-document tokens and cut into fixed blocks (no padding), and
-`documents`: the positions in `input_ids` where a document (or its remainder) starts, so a
-trainer may mask attention across documents if it wants.
-"""
-
+import json
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+import dagster as dg
 
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-from fw_assets.mixtures.cache import stage_caches
-from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
-from fw_assets.mixtures.plan import StagePlan
+from fw_assets.layout import (
+    megatron_indexes_publication,
+    mixture_cache_dir,
+    mixture_plan_publication,
+    packed_publication,
+    packed_root,
+    plan_path,
+)
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.mixtures.megatron_indexes import megatron_indexes, refuse_a_stale_plan
+from fw_assets.mixtures.mixture_plan import ALL_DUMPS_TOKENIZED, tokenized_generations
+from fw_assets.mixtures.packing import write_packed
+from fw_assets.mixtures.partitions import PER_RECIPE
+from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
+from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import MIXTURES_POOL, heavy_step
 
-SCHEMA = pa.schema([
-    ("input_ids", pa.list_(pa.int32())),
-    ("labels", pa.list_(pa.int32())),
-    ("documents", pa.list_(pa.int32())),
-])
-ROWS_PER_FILE = 1 << 15
-
-
-class _Member:
-    """One GPTDataset of the blend: its cache arrays (memory-mapped) and its tokens."""
-
-    def __init__(self, stem: Path, token_path: str) -> None:
-        self.shuffle_index, self.sample_index, self.document_index = (
-            np.load(f"{stem}-{kind}.npy", mmap_mode="r") for kind in ("shuffle_index", "sample_index", "document_index"))
-        self.reader = IndexedDatasetReader(Path(token_path))
-
-    def sample(self, j: int) -> tuple[np.ndarray, list[int]]:
-        """GPTDataset sample j: its seq_length + 1 tokens and where each document piece starts."""
-        index = int(self.shuffle_index[j])
-        (first, first_offset), (last, last_offset) = self.sample_index[index], self.sample_index[index + 1]
-        pieces = []
-        for position in range(int(first), int(last) + 1):
-            tokens = self.reader[int(self.document_index[position])]
-            end = int(last_offset) + EXTRA_TOKEN if position == last else len(tokens)
-            pieces.append(tokens[int(first_offset) if position == first else 0:end])
-        starts = np.cumsum([0] + [len(p) for p in pieces[:-1]]).tolist()
-        return np.concatenate(pieces), starts
+SQL = ()
+MODULES = (*(f"fw_assets.mixtures.{name}" for name in ("plan", "cache", "packing")), "fw_assets.lib.indexed_dataset")
 
 
-def write_packed(stage: StagePlan, cache_dir: Path, out_dir: Path, rows_per_file: int = ROWS_PER_FILE) -> list[Path]:
-    """Write the train samples training takes from `stage` (the first `--train-samples` of its
-    blend, which Megatron builds a little longer) into `out_dir/part-NNNNNN.parquet`, from its
-    cache files in `cache_dir`; returns the files in sample order."""
-    cache = next(c for c in stage_caches(stage) if c.split == "train")
-    blend = Path(cache_dir) / cache.blend_stem
-    dataset_index = np.load(f"{blend}-dataset_index.npy", mmap_mode="r")
-    dataset_sample_index = np.load(f"{blend}-dataset_sample_index.npy", mmap_mode="r")
-    members = [_Member(Path(cache_dir) / cache.member_stem(i), m.file.path) for i, m in enumerate(stage.members)]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    rows = stage.num_samples[0]
-    for part, start in enumerate(range(0, rows, rows_per_file)):
-        stop = min(start + rows_per_file, rows)
-        samples, starts = zip(*(members[int(dataset_index[i])].sample(int(dataset_sample_index[i]))
-                                for i in range(start, stop)))
-        path = out_dir / f"part-{part:06d}.parquet"
-        pq.write_table(_rows(np.stack(samples).astype(np.int32), starts, stage.seq_length), path, compression="zstd")
-        written.append(path)
-    return written
+@dg.asset(
+    **PER_RECIPE,
+    deps=[megatron_indexes, ALL_DUMPS_TOKENIZED],
+    code_version=code_version(sql=SQL, modules=MODULES),
+    output_required=False,  # a recipe without `export: packed` materializes nothing
+    kinds={"parquet"},
+    description="Only for recipes with `export: packed` (others: the step succeeds and "
+    "materializes nothing): per stage `mixtures/<recipe>/packed/<stage>/part-*.parquet`, one row "
+    "per training sample, `input_ids` and `labels` exactly as Megatron's blend gives them, and "
+    "`documents` (where each document starts).",
+)
+def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
+    name, root, log = context.partition_key, storage.output_root, context.log.info
+    with (
+        published_generation(root, mixture_plan_publication(name), name, log) as plan_record,
+        published_generation(root, megatron_indexes_publication(name), name, log) as indexes_record,
+    ):
+        plan, stages = _built_plan(name, root, plan_record, indexes_record)
+        if "packed" not in plan["export"]:
+            _remove_an_earlier_export(name, root, log)
+            log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")
+            return
+        with (
+            heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
+            staged_publication(root, packed_publication(name), name, log) as staging,
+            tokenized_generations(root, plan["tokenizer"], log,
+                                  list(plan_record["contents"]["tokenized_generations"])) as records,
+        ):
+            refuse_a_stale_plan(name, plan_record, records)
+            rows = {}
+            for stage in stages:
+                log(f"Packing stage {stage.name}: {stage.num_samples[0]:,} samples of {stage.seq_length} tokens")
+                files = write_packed(stage, mixture_cache_dir(root, name), staging.path / "packed" / stage.name)
+                rows[stage.name] = (stage.num_samples[0], len(files))
+            published = staging.publish({packed_root(root, name): staging.path / "packed"},
+                                        {"plan_generation": plan_record["generation"],
+                                         "indexes_generation": indexes_record["generation"]})
+    yield dg.MaterializeResult(metadata={
+        "packed": dg.MetadataValue.path(str(packed_root(root, name))),
+        "bytes": dg.MetadataValue.int(sum(published["files"].values())),
+        "stages": dg.MetadataValue.md(table(["stage", "rows", "files"], [(s, *r) for s, r in rows.items()])),
+        "rows": sum(count for count, _ in rows.values()),
+    })
 
 
-def _rows(samples: np.ndarray, starts: tuple[list[int], ...], seq_length: int) -> pa.Table:
-    """input_ids = tokens[:-1], labels = tokens[1:], as Megatron's GPTDataset gives them."""
-    offsets = pa.array(np.arange(len(samples) + 1, dtype=np.int32) * seq_length)
-    inputs = pa.ListArray.from_arrays(offsets, pa.array(samples[:, :-1].ravel()))
-    labels = pa.ListArray.from_arrays(offsets, pa.array(samples[:, 1:].ravel()))
-    documents = pa.array([[s for s in row if s < seq_length] for row in starts], pa.list_(pa.int32()))
-    return pa.table([inputs, labels, documents], schema=SCHEMA)
+def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record: dict | None
+                ) -> tuple[dict, list[StagePlan]]:
+    """plan.json and its stages, once its caches are built from this very plan."""
+    if plan_record is None or indexes_record is None:
+        raise dg.Failure(f"Recipe {name}: no published plan or indexes; materialize `mixture_plan*` "
+                         f"first (--partition {name}). Nothing was published.")
+    if indexes_record["contents"]["plan_generation"] != plan_record["generation"]:
+        raise dg.Failure(f"Recipe {name}: the indexes were built from an earlier plan; materialize "
+                         f"`megatron_indexes` again (--partition {name}). Nothing was published.")
+    plan = json.loads(plan_path(root, name).read_text())
+    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+    return plan, [stage_from_plan_json(plan, stage) for stage in names]
+
+
+def _remove_an_earlier_export(name: str, root: Path, log) -> None:
+    """A recipe that no longer asks for the export keeps no packed samples of an older plan."""
+    if packed_root(root, name).exists():
+        with staged_publication(root, packed_publication(name), name, log) as staging:
+            staging.publish({packed_root(root, name): None}, {"removed": "the recipe no longer asks for export: packed"})
+        log(f"Removed {packed_root(root, name)}: written for an earlier plan of the recipe.")
+
+
+def _space_needed(stages: list[StagePlan]) -> SpaceNeed:
+    total = sum(8 * stage.num_samples[0] * stage.seq_length for stage in stages)
+    return SpaceNeed(total, "8 bytes per training token (input_ids and labels, int32, before compression)")

@@ -102,6 +102,7 @@ class MixturePlan:
             "split": megatron.split,
             "tokenizer": self.recipe.tokenizer,
             "training_tokenizer": megatron.tokenizer_identity,
+            "export": list(self.recipe.export),
             "phases": phases,
         }
 
