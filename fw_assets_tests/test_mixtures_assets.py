@@ -9,6 +9,7 @@ import logging
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
+from fw_assets.bucketing.raw import raw
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 from fw_assets.layout import (
@@ -31,17 +33,20 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.__main__ import main as mixtures_main
-from fw_assets.mixtures.cache import stage_caches
+from fw_assets.mixtures.cache import stage_caches, write_stage_cache
+from fw_assets.mixtures.contract import blend_errors, check_blend_error
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import recipe_files
-from fw_assets.mixtures.plan import stage_from_plan_json
+from fw_assets.mixtures.plan import plan_mixture, stage_from_plan_json
+from fw_assets.mixtures.recipe import load_recipe
 from fw_assets.partitions import dump_partitions
 from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, resources
+from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 RECIPE_NAME = "demo"  # a partition key from load time; the tests' recipe file replaces the shipped one
 RECIPE = {
@@ -125,7 +130,8 @@ def test_recipes_are_partitions_and_a_user_recipe_replaces_a_shipped_one(tmp_pat
 
 def test_the_mixture_assets_stay_out_of_the_dump_chain():
     chain = dump_chain_job.selection.resolve(defs.resolve_asset_graph())
-    assert {key.to_user_string() for key in chain} == {"raw", "sampled", "bucketed", "tokenized"}
+    assert {raw.key, tokenized.key} <= chain
+    assert not {mixture_plan.key, megatron_indexes.key} & chain
     for key in chain:
         assert defs.resolve_assets_def(key).partitions_def == dump_partitions
     for asset in (mixture_plan, megatron_indexes):
@@ -212,20 +218,15 @@ def assert_explains(explained: dict, stage, item) -> None:
     assert all(d["id"].startswith("<urn:uuid:") and d["dump"] == member.dump for d in explained["documents"])
 
 
-class megatron_process_group:
+@contextmanager
+def megatron_process_group(folder: Path):
     """Megatron builds a blend only under torch.distributed: a one-process gloo group."""
+    import torch.distributed as dist
 
-    def __init__(self, folder: Path) -> None:
-        self.store = folder / "gloo-store"
-
-    def __enter__(self):
-        import torch.distributed as dist
-
-        dist.init_process_group("gloo", init_method=f"file://{self.store}", rank=0, world_size=1)
-
-    def __exit__(self, *exc):
-        import torch.distributed as dist
-
+    dist.init_process_group("gloo", init_method=f"file://{folder / 'gloo-store'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
         dist.destroy_process_group()
 
 
@@ -304,3 +305,27 @@ def test_the_cli_builds_a_recipe_and_explain_names_megatrons_sample(built, sampl
 
 def built_recipe_dir(tmp_path: Path) -> Path:
     return write_recipe(tmp_path / "recipes", RECIPE).parent
+
+
+def test_the_blend_error_check_sees_a_blend_that_drifts_in_a_window(tmp_path):
+    """Megatron's greedy blend passes; the same draws sorted by prefix (right counts at the end,
+    each window one prefix only) fail the window rule, naming the blend's file."""
+    rng = np.random.default_rng(1)
+    for bucket in ["3.5", "4.0"]:
+        write_token_file(tmp_path, "synthetic", bucket, SAMPLE_DUMPS[0], document_lengths(rng, 400, 60), 50_000, rng)
+    recipe = {"tokenizer": "synthetic", "sources": {"a": {"buckets": ["4.0"]}, "b": {"buckets": ["3.5"]}},
+              "phases": [{"name": "main", "tokens": 30_000 * 32, "seq_length": 32}],
+              "megatron": {**RECIPE["megatron"], "split": "100,0,0",
+                           "tokenizer": {"type": "NullTokenizer", "vocab_size": 50_000}}}
+    stage = plan_mixture(load_recipe(write_recipe(tmp_path, recipe)), tmp_path, SAMPLE_DUMPS[:1]).stages[0]
+    cache = tmp_path / "cache"
+    write_stage_cache(stage, cache)
+    (errors,) = blend_errors(stage, cache)
+    assert errors.windows == 3 and check_blend_error([errors]).passed
+    dataset_index = np.load(cache / errors.blend_file.removeprefix("cache/"), mmap_mode="r+")
+    dataset_index[:] = np.sort(dataset_index)
+    dataset_index.flush()
+    (drifting,) = blend_errors(stage, cache)
+    assert drifting.end_error == errors.end_error and drifting.window_error > 0.5
+    outcome = check_blend_error([drifting])
+    assert not outcome.passed and outcome.violations[0].file == errors.blend_file

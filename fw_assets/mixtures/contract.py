@@ -21,6 +21,7 @@ DEFAULT_MAX_EPOCHS = 4.0
 BLEND_WINDOW = 10_000  # samples
 BLEND_WINDOW_TOLERANCE = 0.001  # of the window: 0.1 %
 BLEND_END_TOLERANCE = 1.0  # samples
+PLAN_FILE = "plan.json"  # where a violation of the whole plan is (the checks' `file` column)
 
 TOKEN_FILES = ContractCheck(
     "token_files",
@@ -159,7 +160,7 @@ def check_sample_counts(plan: MixturePlan):
             short = [m["dataset_path"] for m, drawn in zip(cache.members, cache.drawn) if m["num_samples"] < drawn]
             if short:
                 problems.append(f"{cache.split}: members built with fewer samples than drawn: {short[:3]}")
-        violations += [Violation("sample_counts", None, 1, f"stage {stage.name}: {p}") for p in problems]
+        violations += [Violation("sample_counts", None, 1, f"stage {stage.name}: {p}", PLAN_FILE) for p in problems]
     figures = {f"train_samples_{stage.name}": stage.num_samples[0] for stage in plan.stages}
     return SAMPLE_COUNTS.outcome(violations, figures)
 
@@ -173,7 +174,7 @@ def check_epochs(plan: MixturePlan, figures: Mapping[str, Sequence[MemberFigures
                 violations.append(Violation(
                     "epochs", None, 1,
                     f"stage {stage.name}, source {source}: {epochs:.2f} passes over its train tokens "
-                    f"(more than {max_epochs:g}): add data or lower its weight",
+                    f"(more than {max_epochs:g}): add data or lower its weight", PLAN_FILE,
                 ))
     return EPOCHS.outcome(violations, {"max_epochs_seen": round(most, 4), "max_epochs": max_epochs})
 
@@ -190,13 +191,15 @@ class BlendError:
     end_error: float  # max over members of |drawn − share · size|, in samples
     window_error: float  # max over full windows and members of |share in window − target share|
     windows: int
+    blend_file: str  # its dataset_index.npy
 
 
 def blend_errors(stage: StagePlan, cache_dir: Path) -> list[BlendError]:
     """Measure every split blend of `stage` in `cache_dir` (its dataset_index.npy, memory-mapped)."""
     errors = []
     for cache in stage_caches(stage):
-        dataset_index = np.load(Path(cache_dir) / f"{cache.blend_stem}-dataset_index.npy", mmap_mode="r")
+        blend_file = f"{cache.blend_stem}-dataset_index.npy"
+        dataset_index = np.load(Path(cache_dir) / blend_file, mmap_mode="r")
         weights = np.asarray(cache.blend["weights"])
         counts = np.bincount(dataset_index, minlength=len(weights))
         windows = len(dataset_index) // BLEND_WINDOW
@@ -209,7 +212,7 @@ def blend_errors(stage: StagePlan, cache_dir: Path) -> list[BlendError]:
             worst = max(worst, float(np.abs(per_window / BLEND_WINDOW - weights).max()))
         end_error = float(np.abs(counts - weights * len(dataset_index)).max())
         errors.append(BlendError(stage.name, cache.split, len(dataset_index), tuple(map(int, counts)),
-                                 tuple(weights.tolist()), end_error, worst, windows))
+                                 tuple(weights.tolist()), end_error, worst, windows, f"cache/{blend_file}"))
     return errors
 
 
@@ -219,11 +222,11 @@ def check_blend_error(errors: Sequence[BlendError]):
         if e.end_error > BLEND_END_TOLERANCE:
             violations.append(Violation("blend_error", None, 1,
                                         f"stage {e.stage}, {e.split}: a prefix is {e.end_error:.2f} samples "
-                                        f"off its target after {e.size:,} samples"))
+                                        f"off its target after {e.size:,} samples", e.blend_file))
         if e.window_error > BLEND_WINDOW_TOLERANCE:
             violations.append(Violation("blend_error", None, 1,
                                         f"stage {e.stage}, {e.split}: a prefix's share is {e.window_error:.3%} "
-                                        f"off its target in a window of {BLEND_WINDOW:,} samples"))
+                                        f"off its target in a window of {BLEND_WINDOW:,} samples", e.blend_file))
     figures = {
         "max_end_error_samples": round(max((e.end_error for e in errors), default=0.0), 4),
         "max_window_error_share": round(max((e.window_error for e in errors), default=0.0), 6),
