@@ -87,7 +87,8 @@ def test_report_picture_and_checks_on_the_recipe_partition(built):
     # mid and rest have unread documents. A warning: the plan is still published.
     repeats = evaluations["repeats_while_unseen"]
     assert not repeats.passed and repeats.severity == dg.AssetCheckSeverity.WARN
-    assert [p.split(":")[0] for p in repeats.metadata["problems"].value] == ["refine-1", "refine-2", "long"]
+    problems = repeats.metadata["problems"].value
+    assert [p.removeprefix("file plan.json: ").split(":")[0] for p in problems] == ["refine-1", "refine-2", "long"]
     assert "- repeats_while_unseen: WARNING" in report
 
 

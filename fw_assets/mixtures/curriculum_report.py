@@ -14,6 +14,7 @@ import numpy as np
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
 from fw_assets.mixtures.cache import stage_caches
+from fw_assets.mixtures.contract import PLAN_FILE
 from fw_assets.mixtures.plan import MixturePlan
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, Phase
 
@@ -98,7 +99,7 @@ def check_max_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome
     """MAX_EPOCHS: a source read more than its phase's `max_epochs` fails."""
     read = phase_epochs(plan, rows)
     violations = [Violation("max_epochs", None, 1, f"{source} in {phase.name}: {epochs:.2f} epochs > "
-                            f"max_epochs {phase.max_epochs:g}: add data or lower its weight")
+                            f"max_epochs {phase.max_epochs:g}: add data or lower its weight", PLAN_FILE)
                   for phase, source, epochs in read if phase.max_epochs is not None and epochs > phase.max_epochs]
     limited = [epochs for phase, _, epochs in read if phase.max_epochs is not None]
     return MAX_EPOCHS.outcome(violations, {"most_epochs_in_a_limited_phase": round(max(limited, default=0.0), 4)})
@@ -108,7 +109,7 @@ def check_phase_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutco
     """PHASE_EPOCHS: a warning above 4 epochs of a source in a phase that sets no limit."""
     read = [(phase, source, epochs) for phase, source, epochs in phase_epochs(plan, rows) if phase.max_epochs is None]
     violations = [Violation("phase_epochs", None, 1, f"{source} in {phase.name}: {epochs:.2f} epochs "
-                            f"(above {DEFAULT_EPOCH_WARNING:g}; set the phase's max_epochs to allow it)")
+                            f"(above {DEFAULT_EPOCH_WARNING:g}; set the phase's max_epochs to allow it)", PLAN_FILE)
                   for phase, source, epochs in read if epochs > DEFAULT_EPOCH_WARNING]
     return PHASE_EPOCHS.outcome(violations, {"most_epochs_in_an_unlimited_phase":
                                              round(max((e for _, _, e in read), default=0.0), 4)})
@@ -124,8 +125,9 @@ def check_repeats_while_unseen(rows: list[SourceStage]) -> CheckOutcome:
         for row in mine:
             others = {s: n for s, n in fresh_elsewhere.items() if s != row.source}
             if row.repeats and others:
-                violations.append(Violation("repeats_while_unseen", None, 1, f"{stage}: {row.source} repeats "
-                                            "documents while " + ", ".join(f"{s} has {n} unread" for s, n in others.items())))
+                unread = ", ".join(f"{s} has {n} unread" for s, n in others.items())
+                problem = f"{stage}: {row.source} repeats documents while {unread}"
+                violations.append(Violation("repeats_while_unseen", None, 1, problem, PLAN_FILE))
     return REPEATS_WHILE_UNSEEN.outcome(violations, {"stages_repeating": len(violations)})
 
 

@@ -16,7 +16,7 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures.megatron_indexes import megatron_indexes, refuse_a_stale_plan
 from fw_assets.mixtures.mixture_plan import ALL_DUMPS_TOKENIZED, tokenized_generations
@@ -89,11 +89,12 @@ def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record:
     return plan, [stage_from_plan_json(plan, stage) for stage in names]
 
 
-def _remove_an_earlier_export(name: str, root: Path, log) -> None:
+def _remove_an_earlier_export(name: str, root: Path, log: Log) -> None:
     """A recipe that no longer asks for the export keeps no packed samples of an older plan."""
     if packed_root(root, name).exists():
         with staged_publication(root, packed_publication(name), name, log) as staging:
-            staging.publish({packed_root(root, name): None}, {"removed": "the recipe no longer asks for export: packed"})
+            staging.publish({packed_root(root, name): None},
+                            {"removed": "the recipe no longer asks for export: packed"})
         log(f"Removed {packed_root(root, name)}: written for an earlier plan of the recipe.")
 
 
