@@ -63,6 +63,10 @@ MODULES = (
 ALL_DUMPS_TOKENIZED = dg.AssetDep(tokenized, partition_mapping=dg.AllPartitionMapping())
 
 
+PLAN_SPACE = SpaceNeed(2**20, "a few hundred kB of plan, data-args, report and picture; with fresh "
+                       "documents also about 40 bytes per document a view lists")
+
+
 class MixturePlanConfig(dg.Config):
     max_epochs: float = DEFAULT_MAX_EPOCHS  # the `epochs` check warns above this many passes
 
@@ -82,7 +86,7 @@ class MixturePlanConfig(dg.Config):
 def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, storage: FineWebStorage) -> Events:
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
-        writing_step(context, root, SpaceNeed(2**20, "a few hundred kB of plan, data-args and report")),
+        writing_step(context, root, PLAN_SPACE),
         staged_publication(root, mixture_plan_publication(name), name, log) as staging,
     ):
         plan, records, figures = _plan(name, root, log)
