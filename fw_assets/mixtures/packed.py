@@ -48,7 +48,7 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
         published_generation(root, megatron_indexes_publication(name), name, log) as indexes_record,
     ):
         plan, stages = _built_plan(name, root, plan_record, indexes_record)
-        if "packed" not in plan["export"]:
+        if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
             _remove_an_earlier_export(name, root, log)
             log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")
             return
