@@ -112,12 +112,31 @@ def test_megatron_hits_every_stage_cache_and_packed_rows_are_its_samples(built, 
     assert metadata["rows"].value == sum(s.num_samples[0] for s in stages(output))
 
 
+def user_recipe(folder, monkeypatch, change) -> None:
+    """The shipped curriculum, changed by `change`, as the user's recipe of the same name."""
+    recipe = yaml.safe_load((shipped_recipes_dir() / f"{RECIPE_NAME}.yaml").read_text())
+    change(recipe)
+    (folder / f"{RECIPE_NAME}.yaml").write_text(yaml.safe_dump(recipe))
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(folder))
+
+
+def test_a_phase_read_beyond_max_epochs_blocks_the_plan(built, sample_source, tmp_path, monkeypatch):
+    output, _ = built
+    published = {p: p.read_bytes() for p in (plan_path(output, RECIPE_NAME), shares_picture_path(output, RECIPE_NAME))}
+    user_recipe(tmp_path, monkeypatch, lambda recipe: recipe["phases"][1].update(max_epochs=0.05))
+    result = build(sample_source, output)
+    assert not result.success
+    max_epochs = check_evaluations(result)["max_epochs"]
+    assert not max_epochs.passed and max_epochs.severity == dg.AssetCheckSeverity.ERROR
+    assert max_epochs.partition == RECIPE_NAME
+    assert all(p.removeprefix("file plan.json: ").split(":")[0].endswith(" in refine")
+               for p in max_epochs.metadata["problems"].value)
+    assert {p: p.read_bytes() for p in published} == published  # nothing published changed
+
+
 def test_packed_writes_nothing_for_a_recipe_without_export(built, sample_source, tmp_path, monkeypatch):
     output, _ = built
-    recipe = yaml.safe_load((shipped_recipes_dir() / f"{RECIPE_NAME}.yaml").read_text())
-    del recipe["export"]
-    (tmp_path / f"{RECIPE_NAME}.yaml").write_text(yaml.safe_dump(recipe))
-    monkeypatch.setenv(MIXTURES_DIR_ENV, str(tmp_path))
+    user_recipe(tmp_path, monkeypatch, lambda recipe: recipe.pop("export"))
     result = build(sample_source, output)
     assert result.success
     assert result.asset_materializations_for_node("packed") == []
