@@ -5,8 +5,9 @@
 Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/sample/fineweb`
 (FW_OUTPUT_DIR), unless those variables are set; run history goes where the repo's dagster.yaml
 puts it (`.dagster/`). Each dump is one `dagster asset materialize --select group:fineweb_edu
---partition <dump>` process started from the repo root; then the shipped `demo` mixture recipe is
-built over them (`--select 'mixture_plan*' --partition demo`) and its plan printed.
+--partition <dump>` process started from the repo root; then the shipped mixture recipes `demo`
+and `curriculum` are built over them (`--select 'mixture_plan*' --partition <recipe>`) and their
+plans printed.
 """
 
 import argparse
@@ -25,7 +26,10 @@ from fw_assets.layout import (
     bucket_dump_dir,
     dedup_path,
     mixture_dir,
+    packed_root,
     plan_path,
+    report_path,
+    shares_picture_path,
     source_data_dir,
     source_dump_dir,
     token_prefix,
@@ -33,7 +37,7 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.markdown import table
 from fw_assets.mixtures.contract import member_figures
-from fw_assets.mixtures.plan import stage_from_plan_json
+from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
 from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
@@ -42,6 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE_SOURCE = Path("data/sample/fineweb-edu")
 SAMPLE_OUTPUT = Path("data/sample/fineweb")
 DEMO_RECIPE = "demo"  # fw_assets/mixtures/demo.yaml, over the two default sample dumps
+CURRICULUM_RECIPE = "curriculum"  # fw_assets/mixtures/curriculum.yaml: three phases, six stages
 
 
 def demo_environment() -> dict[str, str]:
@@ -104,17 +109,30 @@ def dedup_summary(output: Path, dumps: list[str]) -> tuple[str, str | None]:
     return table(header, rows), example
 
 
+def planned_stages(output: Path, recipe: str) -> list[StagePlan]:
+    plan = json.loads(plan_path(output, recipe).read_text())
+    return [stage_from_plan_json(plan, stage["name"]) for phase in plan["phases"] for stage in phase["stages"]]
+
+
 def mixture_summary(output: Path) -> str:
     """The demo recipe's plan: its stages, then each stage's sources and Megatron-LM flags."""
-    plan = json.loads(plan_path(output, DEMO_RECIPE).read_text())
-    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
-    stages = [stage_from_plan_json(plan, name) for name in names]
+    stages = planned_stages(output, DEMO_RECIPE)
     parts = [f"\nmixture {DEMO_RECIPE} (python -m fw_assets.mixtures explain {DEMO_RECIPE} --sample N):",
              stage_table(stages)]
     for stage in stages:
         parts += [source_table(stage, member_figures(stage)),
                   f"Megatron-LM flags of stage {stage.name}:\n{megatron_args_text(stage)}"]
     return "\n\n".join(parts)
+
+
+def curriculum_summary(output: Path) -> str:
+    """The curriculum's stages (temperature annealed, context growing) and where its outputs are."""
+    return "\n\n".join([
+        f"\nmixture {CURRICULUM_RECIPE} (each stage's flags and sources: {report_path(output, CURRICULUM_RECIPE)}):",
+        stage_table(planned_stages(output, CURRICULUM_RECIPE)),
+        f"shares over training: {shares_picture_path(output, CURRICULUM_RECIPE)}\n"
+        f"packed samples:       {packed_root(output, CURRICULUM_RECIPE)}/<stage>/part-*.parquet",
+    ])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     for dump in args.dumps:
         materialize("group:fineweb_edu", dump, env, log_dir)
     materialize("mixture_plan*", DEMO_RECIPE, env, log_dir)
+    materialize("mixture_plan*", CURRICULUM_RECIPE, env, log_dir)
 
     print(f"\nsource dumps:   {source_data_dir(source)}/")
     print(f"bucketed:       {bucket_dump_dir(output, '<bucket>', '<dump>')}/*.parquet")
@@ -146,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     if example:
         print(f"\nwhy one was dropped:  python -m fw_assets.dedup explain '{example}'")
     print(mixture_summary(output))
+    print(curriculum_summary(output))
 
 
 if __name__ == "__main__":

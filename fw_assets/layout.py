@@ -10,7 +10,8 @@
     <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
     <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, report.md,
-                                                           cache/, blend.md
+                                                           cache/, blend.md, shares.png,
+                                                           views/<stage>/<bucket>/<dump>, packed/<stage>/
     <output_root>/published/<name>.json                    each output's generation record
     <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
@@ -200,6 +201,32 @@ def mixture_cache_dir(output_root: Path, recipe: str) -> Path:
     return mixture_dir(output_root, recipe) / "cache"
 
 
+def shares_picture_path(output_root: Path, recipe: str) -> Path:
+    """The PNG beside the plan: each source's share over training tokens, phases, context lengths."""
+    return mixture_dir(output_root, recipe) / "shares.png"
+
+
+def views_dir(output_root: Path, recipe: str) -> Path:
+    """Every stage's views of the token files (fresh documents), published together."""
+    return mixture_dir(output_root, recipe) / "views"
+
+
+def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: str) -> Path:
+    """A stage's view of one token file: its own `.idx` and `.docs.parquet` listing some of the
+    file's documents, and `.bin` a link to the file's (the prefix still ends in `<bucket>/<dump>`)."""
+    return views_dir(output_root, recipe) / stage / bucket / dump
+
+
+def packed_root(output_root: Path, recipe: str) -> Path:
+    """Every stage's packed samples (`export: packed`), published together."""
+    return mixture_dir(output_root, recipe) / "packed"
+
+
+def packed_dir(output_root: Path, recipe: str, stage: str) -> Path:
+    """A stage's training samples as parquet rows, `part-*.parquet` in sample order."""
+    return packed_root(output_root, recipe) / stage
+
+
 def report_path(output_root: Path, recipe: str) -> Path:
     """The plan's report: per source and prefix, tokens, samples, epochs, shares; the flags."""
     return mixture_dir(output_root, recipe) / "report.md"
@@ -218,3 +245,8 @@ def mixture_plan_publication(recipe: str) -> str:
 def megatron_indexes_publication(recipe: str) -> str:
     """The name megatron_indexes publishes a recipe's `cache/` under."""
     return f"megatron_indexes-{recipe}"
+
+
+def packed_publication(recipe: str) -> str:
+    """The name `packed` publishes a recipe's `packed/` under."""
+    return f"packed-{recipe}"

@@ -33,3 +33,8 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
     assert "| main | main | 1,000,000 | 256 |" in finished.stdout  # the plan's stage table
     assert f"--data-cache-path {output}/mixtures/demo/cache" in finished.stdout
     assert list((output / "mixtures" / "demo" / "cache").glob("*-BlendedDataset-train-dataset_index.npy"))
+    assert "materialized curriculum" in finished.stdout and "mixture curriculum" in finished.stdout
+    for row in ["| explore | explore-1 | 65,536 | 64 |", "| refine | refine-2 | 65,536 | 128 |", "| long | long | 65,536 | 256 |"]:
+        assert row in finished.stdout  # the curriculum's stage table: context grows phase by phase
+    assert (output / "mixtures" / "curriculum" / "shares.png").is_file()
+    assert list((output / "mixtures" / "curriculum" / "packed" / "long").glob("part-*.parquet"))

@@ -161,9 +161,10 @@ def test_the_plan_data_args_report_and_cache_are_published(built):
 def test_checks_are_reported_per_recipe(built):
     _, result, _ = built
     evaluations = check_evaluations(result)
-    assert set(evaluations) == {"token_files", "sample_counts", "epochs", "blend_error"}
+    curriculum = ("max_epochs", "phase_epochs", "repeats_while_unseen")  # a recipe without schedules passes them
+    assert set(evaluations) == {"token_files", "sample_counts", "epochs", "blend_error", *curriculum}
     assert all(e.partition == RECIPE_NAME for e in evaluations.values())
-    assert all(evaluations[name].passed for name in ("token_files", "sample_counts", "blend_error"))
+    assert all(evaluations[name].passed for name in ("token_files", "sample_counts", "blend_error", *curriculum))
     epochs = evaluations["epochs"]
     assert not epochs.passed and epochs.severity == dg.AssetCheckSeverity.WARN
     assert any("source top" in problem for problem in epochs.metadata["problems"].value)

@@ -98,13 +98,24 @@ def write_index(prefix: Path, lengths: np.ndarray, dtype: np.dtype) -> None:
     """`<prefix>.idx` for documents of `lengths` (int32) tokens of `dtype`, back to back in `.bin`."""
     dtype = np.dtype(dtype)
     with open(idx_path(prefix), "wb") as stream:
-        header = INDEX_HEADER.pack(
-            INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[dtype], len(lengths), len(lengths) + 1
-        )
-        stream.write(header)
-        stream.write(memoryview(np.ascontiguousarray(lengths, dtype=np.int32)))
+        _write_header_and_lengths(stream, lengths, dtype)
         _write_byte_pointers(stream, lengths, dtype.itemsize)
         _write_document_indices(stream, len(lengths))
+
+
+def write_view_index(prefix: Path, source: "IndexedDatasetReader", documents: np.ndarray) -> None:
+    """`<prefix>.idx` listing `documents` (sequence numbers of `source`, in this order, repeats
+    allowed) that point into `source`'s tokens: `<prefix>.bin` must be (a link to) its `.bin`."""
+    with open(idx_path(prefix), "wb") as stream:
+        _write_header_and_lengths(stream, source.sequence_lengths[documents], source.dtype)
+        stream.write(memoryview(np.ascontiguousarray(source.sequence_pointers[documents])))
+        _write_document_indices(stream, len(documents))
+
+
+def _write_header_and_lengths(stream, lengths: np.ndarray, dtype: np.dtype) -> None:
+    header = INDEX_HEADER.pack(INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[dtype], len(lengths), len(lengths) + 1)
+    stream.write(header)
+    stream.write(memoryview(np.ascontiguousarray(lengths, dtype=np.int32)))
 
 
 def as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -166,11 +177,16 @@ class IndexedDatasetReader:
             raise ValueError(f"{path}: unknown dtype code {code}")
 
     def _map_tokens(self) -> np.ndarray:
+        """A `.bin` holds exactly the tokens its `.idx` describes, unless it is a link: then the
+        `.idx` is a view of some of the linked file's documents, which must lie within it."""
         path = bin_path(self.prefix)
-        expected = self.token_count * self.dtype.itemsize
         actual = path.stat().st_size
-        if actual != expected:
-            raise ValueError(f"{path}: {actual} bytes, the index describes {expected}")
+        if path.is_symlink() and len(self):
+            ends = self.sequence_pointers + self.sequence_lengths.astype(np.int64) * self.dtype.itemsize
+            if int(ends.max()) > actual or int(self.sequence_pointers.min()) < 0:
+                raise ValueError(f"{path}: {actual} bytes, the view's index points up to byte {int(ends.max())}")
+        elif actual != self.token_count * self.dtype.itemsize:
+            raise ValueError(f"{path}: {actual} bytes, the index describes {self.token_count * self.dtype.itemsize}")
         if actual == 0:  # numpy cannot map an empty file
             return np.empty(0, self.dtype)
         return np.memmap(path, dtype=self.dtype, mode="r")

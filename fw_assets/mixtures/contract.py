@@ -68,9 +68,12 @@ class MemberFigures:
     epochs: float  # samples drawn × seq_length / tokens
 
 
-def member_figures(stage: StagePlan) -> list[MemberFigures]:
-    """Figures of every member of every split of `stage`, from the plan and the `.idx` files."""
-    lengths = {m.file.path: IndexedDatasetReader(Path(m.file.path)).sequence_lengths for m in stage.members}
+def member_figures(stage: StagePlan, known: Mapping[str, np.ndarray] | None = None) -> list[MemberFigures]:
+    """Figures of every member of every split of `stage`, from the plan and the `.idx` files
+    (document lengths by path from `known` where given: views not written yet)."""
+    known = known or {}
+    lengths = {m.file.path: known[m.file.path] if m.file.path in known
+               else IndexedDatasetReader(Path(m.file.path)).sequence_lengths for m in stage.members}
     figures = []
     for cache in stage_caches(stage):
         for i, member in enumerate(stage.members):

@@ -59,7 +59,7 @@ def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesC
             staged_publication(root, megatron_indexes_publication(name), name, log) as staging,
             tokenized_generations(root, tokenizer, log, list(plan_record["contents"]["tokenized_generations"])) as records,
         ):
-            _refuse_a_stale_plan(name, plan_record, records)
+            refuse_a_stale_plan(name, plan_record, records)
             cache = staging.path / "cache"
             errors = {}
             for stage in stages:
@@ -89,7 +89,7 @@ def _planned_stages(name: str, root: Path, plan_record: dict | None) -> tuple[li
     return [stage_from_plan_json(plan, stage) for stage in names], plan["tokenizer"]
 
 
-def _refuse_a_stale_plan(name: str, plan_record: dict, records: dict[str, dict]) -> None:
+def refuse_a_stale_plan(name: str, plan_record: dict, records: dict[str, dict]) -> None:
     """The plan's weights and document counts come from the token files it read: refuse to build
     over token files re-published since."""
     planned = plan_record["contents"]["tokenized_generations"]

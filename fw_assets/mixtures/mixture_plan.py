@@ -1,6 +1,8 @@
 """`mixture_plan`: a recipe resolved against the published token files, one partition per recipe:
-plan.json, one `<stage>.data-args.txt` per stage and report.md under `mixtures/<recipe>/`."""
+plan.json, one `<stage>.data-args.txt` per stage, report.md, shares.png and, with fresh documents,
+every stage's views under `mixtures/<recipe>/`, published together."""
 
+import base64
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -15,7 +17,9 @@ from fw_assets.layout import (
     mixture_plan_publication,
     plan_path,
     report_path,
+    shares_picture_path,
     tokenized_publication,
+    views_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.publish import Log, published_generation, staged_publication
@@ -28,10 +32,18 @@ from fw_assets.mixtures.contract import (
     check_token_files,
     member_figures,
 )
+from fw_assets.mixtures.curriculum_report import (
+    CURRICULUM_CHECKS,
+    curriculum_outcomes,
+    freshness_markdown,
+    plot_shares,
+    source_stages,
+)
 from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file, recipe_partitions
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.mixtures.report import megatron_args_block, plan_report, prefix_table, source_table, stage_table
+from fw_assets.mixtures.views import view_lengths, write_views
 from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import writing_step
@@ -39,7 +51,8 @@ from fw_assets.tokenizing.tokenized import tokenized
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "megatron_cache", "cache", "contract", "report")),
+    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "megatron_cache", "cache", "contract", "report",
+                                                 "views", "curriculum_report")),
     "fw_assets.lib.indexed_dataset",
 )
 
@@ -50,6 +63,10 @@ MODULES = (
 ALL_DUMPS_TOKENIZED = dg.AssetDep(tokenized, partition_mapping=dg.AllPartitionMapping())
 
 
+PLAN_SPACE = SpaceNeed(2**20, "a few hundred kB of plan, data-args, report and picture; with fresh "
+                       "documents also about 40 bytes per document a view lists")
+
+
 class MixturePlanConfig(dg.Config):
     max_epochs: float = DEFAULT_MAX_EPOCHS  # the `epochs` check warns above this many passes
 
@@ -58,33 +75,39 @@ class MixturePlanConfig(dg.Config):
     **PER_RECIPE,
     deps=[ALL_DUMPS_TOKENIZED],
     code_version=code_version(sql=SQL, modules=MODULES),
-    check_specs=check_specs("mixture_plan", PLAN_CHECKS, recipe_partitions),
+    check_specs=check_specs("mixture_plan", PLAN_CHECKS + CURRICULUM_CHECKS, recipe_partitions),
     kinds={"json", "yaml"},
     description="A mixture recipe (`fw_assets/mixtures/<recipe>.yaml` or `$FW_MIXTURES_DIR`) "
     "planned over the published token files: `mixtures/<recipe>/plan.json` (stages, weights, "
-    "sample counts, Megatron-LM flags), `<stage>.data-args.txt` for `--data-args-path`, report.md.",
+    "sample counts, Megatron-LM flags), `<stage>.data-args.txt` for `--data-args-path`, report.md, "
+    "shares.png (each source's share over training tokens) and, with `fresh_documents`, each "
+    "stage's views of the token files (`views/<stage>/<bucket>/<dump>`).",
 )
 def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, storage: FineWebStorage) -> Events:
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
-        writing_step(context, root, SpaceNeed(2**20, "a few hundred kB of plan, data-args and report")),
+        writing_step(context, root, PLAN_SPACE),
         staged_publication(root, mixture_plan_publication(name), name, log) as staging,
     ):
         plan, records, figures = _plan(name, root, log)
+        rows = source_stages(plan)
+        curriculum = curriculum_outcomes(plan, rows)
         report = ContractReport(name, "mixture_plan", [
             check_token_files(plan, records, root),
             check_sample_counts(plan),
             check_epochs(plan, figures, config.max_epochs),
+            *curriculum,
         ], kind="Recipe")
         yield from report.refuse_if_blocked()
-        text = plan_report(plan, figures)
+        freshness = freshness_markdown(rows, curriculum)
+        text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
         used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
         staging.publish(
             _moves(root, name, plan, text, staging.path),
             {"recipe": str(plan.recipe.path), "fingerprint": plan.fingerprint,
              "tokenized_generations": {dump: records[dump]["generation"] for dump in used}},
         )
-    yield report.materialization(_metadata(plan, figures, text, root))
+    yield report.materialization(_metadata(plan, figures, text, freshness, root))
 
 
 def _plan(name: str, root: Path, log: Log) -> tuple[MixturePlan, dict, dict]:
@@ -93,7 +116,8 @@ def _plan(name: str, root: Path, log: Log) -> tuple[MixturePlan, dict, dict]:
         recipe = load_recipe(recipe_file(name))
         with tokenized_generations(root, recipe.tokenizer, log) as records:
             plan = plan_mixture(recipe, root, sorted(records))
-            figures = {stage.name: member_figures(stage) for stage in plan.stages}
+            lengths = view_lengths(plan)
+            figures = {stage.name: member_figures(stage, lengths) for stage in plan.stages}
     except RecipeError as error:
         raise dg.Failure(f"Recipe {name}: {error}. Nothing was published; the recipe's previous "
                          "plan and indexes are unchanged.") from error
@@ -119,8 +143,9 @@ def tokenized_generations(
 
 
 def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path) -> dict[Path, Path | None]:
-    """plan.json, each stage's data-args and report.md; data-args of stages no longer in the
-    recipe are removed."""
+    """plan.json, each stage's data-args, report.md, shares.png and the views folder (whole: a
+    plan without fresh documents removes it); files of the previous plan not written again (a
+    stage no longer in the recipe) are removed."""
     files = {plan_path(root, name): json.dumps(plan.to_json(), indent=1),
              report_path(root, name): report}
     files |= {data_args_path(root, name, stage.name): stage.data_args for stage in plan.stages}
@@ -129,14 +154,23 @@ def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path)
         staged = staging / target.name
         staged.write_text(text)
         moves[target] = staged
+    moves[shares_picture_path(root, name)] = plot_shares(plan, staging / "shares.png")
+    views = views_dir(root, name)
+    moves[views] = None
+    if plan.views:
+        write_views(plan, staging / "views")
+        moves[views] = staging / "views"
     previous = generation_record_path(root, mixture_plan_publication(name))
     if previous.is_file():
         for relative in json.loads(previous.read_text())["files"]:
-            moves.setdefault(root / relative, None)
+            if not (root / relative).is_relative_to(views):
+                moves.setdefault(root / relative, None)
     return moves
 
 
-def _metadata(plan: MixturePlan, figures: dict, report: str, root: Path) -> dict:
+def _metadata(plan: MixturePlan, figures: dict, report: str, freshness: str, root: Path) -> dict:
+    picture = shares_picture_path(root, plan.recipe.name)
+    encoded = base64.b64encode(picture.read_bytes()).decode()
     metadata = {
         "recipe": dg.MetadataValue.path(str(plan.recipe.path)),
         "plan": dg.MetadataValue.path(str(plan_path(root, plan.recipe.name))),
@@ -145,6 +179,11 @@ def _metadata(plan: MixturePlan, figures: dict, report: str, root: Path) -> dict
         "prefixes": len({m.file.prefix for stage in plan.stages for m in stage.members}),
         "stages": dg.MetadataValue.md(stage_table(plan.stages)),
         "report": dg.MetadataValue.md(report),
+        # Dagster's UI renders markdown images from data URIs; the path is for reading it elsewhere.
+        "shares": dg.MetadataValue.md(f"![each source's share over training tokens](data:image/png;base64,{encoded})"),
+        "shares_png": dg.MetadataValue.path(str(picture)),
+        "sources_over_training": dg.MetadataValue.md(freshness),
+        "views": sum(1 for _ in plan.views),
     }
     for stage in plan.stages:
         metadata[f"megatron_args_{stage.name}"] = dg.MetadataValue.md(megatron_args_block(stage))

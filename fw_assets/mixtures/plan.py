@@ -1,8 +1,10 @@
 """A recipe resolved against the token files present: which prefixes each stage blends, with what
 weights, how many samples training will ask for, and the flags that make it ask for exactly those.
 
-`plan_mixture` reads only `.idx` files (token counts) and takes every path explicitly, so the
-Dagster asset, the tests and the benchmark call it the same way.
+`plan_mixture` reads only the token files' indexes (`.idx`, and with fresh documents the
+`.docs.parquet` ids that order them) and takes every path explicitly, so the Dagster asset, the
+tests and the benchmark call it the same way; with fresh documents it also chooses each stage's
+views, which `views.write_views` writes before the stages' caches are built.
 """
 
 import fnmatch
@@ -16,8 +18,17 @@ from pathlib import Path
 from fw_assets import layout
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.blend import MAX_DATASETS
-from fw_assets.mixtures.megatron_cache import SPLITS, CacheSettings, split_documents, split_matrix
-from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source
+from fw_assets.mixtures.megatron_cache import (
+    DATASET_SURPLUS,
+    SPLITS,
+    CacheSettings,
+    normalize,
+    samples_per_dataset,
+    split_documents,
+    split_matrix,
+)
+from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source, Stage
+from fw_assets.mixtures.views import DocumentPools, ViewSelection
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ class MixturePlan:
     stages: tuple[StagePlan, ...]
     cache_dir: str  # as training sees it
     fingerprint: str
+    views: tuple[ViewSelection, ...] = ()  # with fresh documents: each stage's view of each file
 
     def stage(self, name: str) -> StagePlan:
         for stage in self.stages:
@@ -90,6 +102,7 @@ class MixturePlan:
             "split": megatron.split,
             "tokenizer": self.recipe.tokenizer,
             "training_tokenizer": megatron.tokenizer_identity,
+            "export": list(self.recipe.export),
             "phases": phases,
         }
 
@@ -134,12 +147,22 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
     valid_test = _eval_samples(recipe, sum(sample_counts))
     transitions = _phase_transitions(recipe, sample_counts)
     cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
-    stages = []
+    stages, views = [], []
+    pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
-        shares = source_shares(recipe.sources, files, stage.temperature)
-        members = _members(recipe, shares, files)
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
+        if recipe.fresh_documents:
+            available = {name: [pools.eligible(f, phase.min_doc_tokens) for f in found]
+                         for name, found in files.items()}
+            shares = source_shares(recipe.sources, available, stage.temperature)
+            members = _members(recipe, shares, available)
+            selections = _stage_views(recipe, output_root, data_root, pools, phase, stage, members, train_samples)
+            members = tuple(Member(s.view, m.weight) for s, m in zip(selections, members))
+            views += selections
+        else:
+            shares = source_shares(recipe.sources, files, stage.temperature)
+            members = _members(recipe, shares, files)
         _check_splits_have_documents(recipe, members, cache)
         data_args = str(layout.data_args_path(data_root, recipe.name, stage.name))
         args = _megatron_args(recipe, phase, sum(sample_counts), transitions, data_args, cache_dir)
@@ -147,7 +170,26 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
                                 stage.temperature, shares, members, (train_samples, *valid_test),
                                 cache, data_args, args))
     fingerprint = _fingerprint(recipe, stages)
-    return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint)
+    return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint, tuple(views))
+
+
+def _stage_views(recipe: Recipe, output_root: Path, data_root: Path, pools: DocumentPools, phase: Phase,
+                 stage: Stage, members: tuple[Member, ...], train_samples: int) -> list[ViewSelection]:
+    """Each member's view for this stage, sized for the samples Megatron will build from it
+    (the blend's surplus included) in one epoch of the view's train split."""
+    built = samples_per_dataset(normalize([float(m.weight) for m in members]), train_samples, DATASET_SURPLUS)
+    selections = []
+    for member, samples in zip(members, built):
+        file = member.file
+        path, prefix = (layout.view_prefix(root, recipe.name, stage.name, file.bucket, file.dump)
+                        for root in (output_root, data_root))
+        view = TokenFile(file.source, file.bucket, file.dump, str(path), str(prefix), 0, 0)
+        try:
+            selections.append(pools.select(stage.name, file, view, phase.min_doc_tokens, samples, phase.seq_length))
+        except ValueError as error:
+            key = f"phases[{recipe.phases.index(phase)}].min_doc_tokens" if phase.min_doc_tokens else "megatron.split"
+            raise RecipeError(recipe.path, key, str(error)) from error
+    return selections
 
 
 def find_token_files(

@@ -15,6 +15,7 @@ from fw_assets.policy import SEED_POLICY
 # Megatron-Core 0.16's `unique_identifiers` of `--tokenizer-type NullTokenizer --vocab-size N`
 NULL_TOKENIZER_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"
 DEFAULT_SEED = 1234
+EXPORTS = ("packed",)
 
 
 class RecipeError(ValueError):
@@ -45,15 +46,50 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """A temperature moving from `start` to `end` over `stages` equal shares of a phase."""
+
+    start: float
+    end: float
+    shape: str  # "cosine" or "linear"
+    stages: int
+
+    def at(self, stage: int) -> float:
+        """T at the middle of stage `stage`'s share (0-based)."""
+        progress = (stage + 0.5) / self.stages
+        if self.shape == "cosine":
+            return self.end + (self.start - self.end) * (1 + math.cos(math.pi * progress)) / 2
+        return self.start + (self.end - self.start) * progress
+
+
+SCHEDULE_SHAPES = ("cosine", "linear")
+# above this many epochs of a source in one phase, the plan warns (unless max_epochs is set)
+DEFAULT_EPOCH_WARNING = 4.0
+
+
+@dataclass(frozen=True)
 class Phase:
     name: str
     tokens: int
     seq_length: int
-    temperature: float
+    temperature: float | Schedule
+    min_doc_tokens: int = 0  # only documents at least this long (needs fresh documents)
+    max_epochs: float | None = None  # per source, in this phase; None: no limit
 
-    def stages(self) -> list[Stage]:
-        """The blends that make up the phase (one while the temperature is constant)."""
-        return [Stage(self.name, self.tokens, self.temperature)]
+    def stages(self, batch_tokens: int = 1) -> list[Stage]:
+        """The blends that make up the phase: one at a constant temperature, else one per share
+        of a schedule. Shares are equal up to one global batch (`batch_tokens`), so that every
+        stage switches at a whole iteration; the last one also takes what does not fill a batch."""
+        if not isinstance(self.temperature, Schedule):
+            return [Stage(self.name, self.tokens, self.temperature)]
+        count = self.temperature.stages
+        batches = self.tokens // batch_tokens
+        bounds = [batches * k // count * batch_tokens for k in range(count)] + [self.tokens]
+        return [
+            Stage(self.name if count == 1 else f"{self.name}-{k + 1}", bounds[k + 1] - bounds[k],
+                  self.temperature.at(k))
+            for k in range(count)
+        ]
 
 
 @dataclass(frozen=True)
@@ -78,9 +114,12 @@ class Recipe:
     sources: tuple[Source, ...]
     phases: tuple[Phase, ...]
     megatron: MegatronSettings
+    fresh_documents: bool = False  # each stage reads its own subset of every prefix (a view)
+    export: tuple[str, ...] = ()  # extra outputs: "packed"
 
     def stages(self) -> list[tuple[Phase, Stage]]:
-        return [(phase, stage) for phase in self.phases for stage in phase.stages()]
+        gbs = self.megatron.global_batch_size
+        return [(phase, stage) for phase in self.phases for stage in phase.stages(gbs * phase.seq_length)]
 
 
 def load_recipe(path: Path) -> Recipe:
@@ -91,7 +130,7 @@ def load_recipe(path: Path) -> Recipe:
     except (OSError, yaml.YAMLError) as error:
         raise RecipeError(path, "(file)", f"cannot be read as YAML: {error}") from error
     fields = _Fields(path, document, "(top level)")
-    fields.only({"tokenizer", "sources", "phases", "megatron"})
+    fields.only({"tokenizer", "sources", "phases", "megatron", "fresh_documents", "export"})
     recipe = Recipe(
         name=path.stem,
         path=path,
@@ -99,11 +138,29 @@ def load_recipe(path: Path) -> Recipe:
         sources=_sources(path, fields.mapping("sources")),
         phases=_phases(path, fields.sequence("phases")),
         megatron=_megatron(_Fields(path, fields.mapping("megatron"), "megatron")),
+        fresh_documents=fields.flag("fresh_documents"),
+        export=_export(fields),
     )
+    _check_stages(recipe)
     names = [stage.name for _, stage in recipe.stages()]
     if len(set(names)) != len(names):
         raise RecipeError(path, "phases", f"stage names repeat: {names}")
     return recipe
+
+
+def _check_stages(recipe: Recipe) -> None:
+    """Every stage of a schedule gets at least one global batch; views need a train split."""
+    batch = recipe.megatron.global_batch_size
+    for i, phase in enumerate(recipe.phases):
+        if isinstance(phase.temperature, Schedule) and phase.tokens < phase.temperature.stages * batch * phase.seq_length:
+            raise RecipeError(recipe.path, f"phases[{i}].temperature.stages",
+                              f"{phase.temperature.stages} stages of at least one global batch ({batch} samples of "
+                              f"{phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
+        if phase.min_doc_tokens and not recipe.fresh_documents:
+            raise RecipeError(recipe.path, f"phases[{i}].min_doc_tokens",
+                              "filters the stages' views: needs `fresh_documents: true`")
+    if recipe.fresh_documents and not parse_split(recipe.megatron.split)[0] > 0:
+        raise RecipeError(recipe.path, "megatron.split", "fresh documents size views for the train split: it is empty")
 
 
 def _sources(path: Path, sources: dict) -> tuple[Source, ...]:
@@ -136,19 +193,50 @@ def _phases(path: Path, phases: list) -> tuple[Phase, ...]:
     parsed = []
     for i, spec in enumerate(phases):
         fields = _Fields(path, spec, f"phases[{i}]")
-        fields.only({"name", "tokens", "seq_length", "temperature"})
+        fields.only({"name", "tokens", "seq_length", "temperature", "min_doc_tokens", "max_epochs"})
+        max_epochs = fields.number("max_epochs", required=False)
+        if max_epochs is not None and not max_epochs > 0:
+            raise RecipeError(path, f"phases[{i}].max_epochs", "must be positive")
         phase = Phase(
             name=fields.text("name"),
             tokens=fields.positive_int("tokens"),
             seq_length=fields.positive_int("seq_length"),
-            temperature=fields.number("temperature", required=False, default=1.0),
+            temperature=_temperature(fields),
+            min_doc_tokens=fields.positive_int("min_doc_tokens") if "min_doc_tokens" in fields.values else 0,
+            max_epochs=max_epochs,
         )
-        if not phase.temperature > 0:
-            raise RecipeError(path, f"phases[{i}].temperature", "must be positive")
         if phase.tokens < phase.seq_length:
             raise RecipeError(path, f"phases[{i}].tokens", "fewer tokens than one sample")
         parsed.append(phase)
     return tuple(parsed)
+
+
+def _temperature(fields: "_Fields") -> float | Schedule:
+    """A positive number, or `{from, to, shape: cosine|linear, stages}`."""
+    key = fields._name("temperature")
+    if not isinstance(fields.values.get("temperature"), dict):
+        value = fields.number("temperature", required=False, default=1.0)
+        if not value > 0:
+            raise RecipeError(fields.path, key, "must be positive")
+        return value
+    schedule = _Fields(fields.path, fields.mapping("temperature"), key)
+    schedule.only({"from", "to", "shape", "stages"})
+    start, end = schedule.number("from"), schedule.number("to")
+    if not (start > 0 and end > 0):
+        raise RecipeError(fields.path, key, f"from and to must be positive, got {start} and {end}")
+    shape = schedule.text("shape")
+    if shape not in SCHEDULE_SHAPES:
+        raise RecipeError(fields.path, f"{key}.shape", f"{shape!r} is not one of {list(SCHEDULE_SHAPES)}")
+    return Schedule(start, end, shape, schedule.positive_int("stages"))
+
+
+def _export(fields: "_Fields") -> tuple[str, ...]:
+    """`export: packed` (or a list of exports)."""
+    value = fields.values.get("export")
+    exports = [] if value is None else [value] if isinstance(value, str) else value
+    if not isinstance(exports, list) or any(e not in EXPORTS for e in exports):
+        raise RecipeError(fields.path, "export", f"{value!r}: known exports are {list(EXPORTS)}")
+    return tuple(exports)
 
 
 def _megatron(fields: "_Fields") -> MegatronSettings:
@@ -228,6 +316,12 @@ class _Fields:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise RecipeError(self.path, self._name(field), f"must be a finite number, got {value!r}")
+        return value
+
+    def flag(self, field: str) -> bool:
+        value = self._get(field, False, False)
+        if not isinstance(value, bool):
+            raise RecipeError(self.path, self._name(field), f"must be true or false, got {value!r}")
         return value
 
     def positive_int(self, field: str, allow_zero: bool = False) -> int:

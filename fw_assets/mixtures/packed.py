@@ -1,0 +1,103 @@
+"""`packed`: every stage's training samples as parquet rows under `mixtures/<recipe>/packed/`, for
+trainers outside Megatron; only for recipes with `export: packed`, one partition per recipe."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets.layout import (
+    megatron_indexes_publication,
+    mixture_cache_dir,
+    mixture_plan_publication,
+    packed_publication,
+    packed_root,
+    plan_path,
+)
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import Log, published_generation, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.mixtures.megatron_indexes import megatron_indexes, refuse_a_stale_plan
+from fw_assets.mixtures.mixture_plan import ALL_DUMPS_TOKENIZED, tokenized_generations
+from fw_assets.mixtures.packing import write_packed
+from fw_assets.mixtures.partitions import PER_RECIPE
+from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
+from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import MIXTURES_POOL, heavy_step
+
+SQL = ()
+MODULES = (*(f"fw_assets.mixtures.{name}" for name in ("plan", "cache", "packing")), "fw_assets.lib.indexed_dataset")
+
+
+@dg.asset(
+    **PER_RECIPE,
+    deps=[megatron_indexes, ALL_DUMPS_TOKENIZED],
+    code_version=code_version(sql=SQL, modules=MODULES),
+    output_required=False,  # a recipe without `export: packed` materializes nothing
+    kinds={"parquet"},
+    description="Only for recipes with `export: packed` (others: the step succeeds and "
+    "materializes nothing): per stage `mixtures/<recipe>/packed/<stage>/part-*.parquet`, one row "
+    "per training sample, `input_ids` and `labels` exactly as Megatron's blend gives them, and "
+    "`documents` (where each document starts).",
+)
+def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
+    name, root, log = context.partition_key, storage.output_root, context.log.info
+    with (
+        published_generation(root, mixture_plan_publication(name), name, log) as plan_record,
+        published_generation(root, megatron_indexes_publication(name), name, log) as indexes_record,
+    ):
+        plan, stages = _built_plan(name, root, plan_record, indexes_record)
+        if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
+            _remove_an_earlier_export(name, root, log)
+            log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")
+            return
+        with (
+            heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
+            staged_publication(root, packed_publication(name), name, log) as staging,
+            tokenized_generations(root, plan["tokenizer"], log,
+                                  list(plan_record["contents"]["tokenized_generations"])) as records,
+        ):
+            refuse_a_stale_plan(name, plan_record, records)
+            rows = {}
+            for stage in stages:
+                log(f"Packing stage {stage.name}: {stage.num_samples[0]:,} samples of {stage.seq_length} tokens")
+                files = write_packed(stage, mixture_cache_dir(root, name), staging.path / "packed" / stage.name)
+                rows[stage.name] = (stage.num_samples[0], len(files))
+            published = staging.publish({packed_root(root, name): staging.path / "packed"},
+                                        {"plan_generation": plan_record["generation"],
+                                         "indexes_generation": indexes_record["generation"]})
+    yield dg.MaterializeResult(metadata={
+        "packed": dg.MetadataValue.path(str(packed_root(root, name))),
+        "bytes": dg.MetadataValue.int(sum(published["files"].values())),
+        "stages": dg.MetadataValue.md(table(["stage", "rows", "files"], [(s, *r) for s, r in rows.items()])),
+        "rows": sum(count for count, _ in rows.values()),
+    })
+
+
+def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record: dict | None
+                ) -> tuple[dict, list[StagePlan]]:
+    """plan.json and its stages, once its caches are built from this very plan."""
+    if plan_record is None or indexes_record is None:
+        raise dg.Failure(f"Recipe {name}: no published plan or indexes; materialize `mixture_plan*` "
+                         f"first (--partition {name}). Nothing was published.")
+    if indexes_record["contents"]["plan_generation"] != plan_record["generation"]:
+        raise dg.Failure(f"Recipe {name}: the indexes were built from an earlier plan; materialize "
+                         f"`megatron_indexes` again (--partition {name}). Nothing was published.")
+    plan = json.loads(plan_path(root, name).read_text())
+    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+    return plan, [stage_from_plan_json(plan, stage) for stage in names]
+
+
+def _remove_an_earlier_export(name: str, root: Path, log: Log) -> None:
+    """A recipe that no longer asks for the export keeps no packed samples of an older plan."""
+    if packed_root(root, name).exists():
+        with staged_publication(root, packed_publication(name), name, log) as staging:
+            staging.publish({packed_root(root, name): None},
+                            {"removed": "the recipe no longer asks for export: packed"})
+        log(f"Removed {packed_root(root, name)}: written for an earlier plan of the recipe.")
+
+
+def _space_needed(stages: list[StagePlan]) -> SpaceNeed:
+    total = sum(8 * stage.num_samples[0] * stage.seq_length for stage in stages)
+    return SpaceNeed(total, "8 bytes per training token (input_ids and labels, int32, before compression)")

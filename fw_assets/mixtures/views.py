@@ -1,0 +1,199 @@
+"""Fresh documents: each stage reads its own subset (a view) of every token file, so that a later
+stage does not re-read what an earlier one used while unread documents remain.
+
+Per token file, documents are ranked once by a hash of their id and the recipe's seed. A stage
+takes, in the order (times already used, rank), just enough documents for its blend to need one
+epoch of the view's train split; while a file has unused documents, stages get disjoint ones;
+after that every document is reused in turn, so uses never differ by more than one between two
+documents and none is used more than ⌈demand / supply⌉ times. Validation and test documents are
+held out of every train split: a file's documents are split once, in their ranked order, by the
+run's `--split` shares, and each view ends with the held-out documents its own split sizes ask
+for (Megatron splits a prefix by position). A view is an `.idx` in Megatron's
+format listing the chosen documents, its `.bin` a relative link to the file's, and a
+`.docs.parquet` sidecar with their source ids (`explain` reads it as for any prefix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from fw_assets import layout
+from fw_assets.lib.doc_index import DocumentIndexWriter, read_document_index
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_view_index
+from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
+from fw_assets.mixtures.megatron_cache import SPLITS, split_documents
+
+# TokenFile and MixturePlan below are fw_assets.mixtures.plan's, which imports this module (not
+# the other way round: the import graph has no cycles); annotations are not evaluated.
+
+
+@dataclass(frozen=True)
+class ViewSelection:
+    """The documents one stage reads of one token file (sequence numbers of the file, in the
+    view's order: its train split's, then its held-out validation and test documents)."""
+
+    stage: str
+    file: TokenFile  # the original token file (its tokens: those the stage may train on)
+    view: TokenFile  # the view, as the stage's blend names it
+    documents: np.ndarray
+    train_documents: int  # the first ones: the view's train split
+    seen_before: int  # of those, how many earlier stages listed
+    repeats: bool  # the train split lists documents earlier stages listed, or one twice
+    eligible_documents: int  # the file's train documents long enough for the stage
+    eligible_tokens: int
+    unread_after: int  # of those, how many no stage has listed yet, after this one
+
+
+class DocumentPools:
+    """The documents of every token file of a recipe, and how often stages have used each.
+
+    Each file's documents are split once, in their seeded order, by the run's `--split` shares:
+    a view's train split takes only train documents, its validation and test splits only held-out
+    ones, always the same, so no stage trains on a document another evaluates on."""
+
+    def __init__(self, seed: int, splits: list[tuple[float, float] | None]) -> None:
+        self.seed, self.splits = seed, splits
+        self._lengths: dict[str, np.ndarray] = {}
+        self._ranks: dict[str, np.ndarray] = {}
+        self._split_of: dict[str, np.ndarray] = {}
+        self._uses: dict[str, np.ndarray] = {}
+
+    def _load(self, path: str) -> None:
+        if path in self._lengths:
+            return
+        self._lengths[path] = IndexedDatasetReader(Path(path)).sequence_lengths
+        ids = read_document_index(Path(path))["id"].to_pylist()
+        ranks = document_ranks(ids, self.seed)
+        split_of = np.zeros(len(ids), dtype=np.int8)
+        for split, bounds in enumerate(self.splits):
+            if bounds is not None:
+                begin, end = split_documents(bounds, len(ids))
+                split_of[(ranks >= begin) & (ranks < end)] = split
+        self._ranks[path], self._split_of[path] = ranks, split_of
+        self._uses[path] = np.zeros(len(ids), dtype=np.int32)
+
+    def _documents(self, path: str, split: int, min_doc_tokens: int) -> np.ndarray:
+        """The file's documents of `split` at least `min_doc_tokens` long, in seeded order."""
+        self._load(path)
+        found = np.flatnonzero((self._split_of[path] == split) & (self._lengths[path] >= min_doc_tokens))
+        return found[np.argsort(self._ranks[path][found], kind="stable")]
+
+    def eligible(self, file: TokenFile, min_doc_tokens: int) -> TokenFile:
+        """`file` as a stage with this minimum document length sees it: its train documents."""
+        documents = self._documents(file.path, 0, min_doc_tokens)
+        kept = self._lengths[file.path][documents]
+        return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
+
+    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, train_samples: int,
+               seq_length: int) -> ViewSelection:
+        """The fewest documents whose train split, least used first, holds `train_samples`
+        samples in one epoch, and held-out documents for every other non-empty split."""
+        pool = self._documents(file.path, 0, min_doc_tokens)
+        lengths, uses = self._lengths[file.path], self._uses[file.path]
+        if not lengths[pool].sum():
+            raise ValueError(f"{file.path}: no train document of at least {min_doc_tokens} tokens for stage {stage}")
+        order = pool[np.argsort(uses[pool], kind="stable")]  # least used first, then seeded order
+        count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, self.splits)
+        parts = []
+        for split, bounds in enumerate(self.splits):
+            if bounds is None:
+                continue
+            begin, end = split_documents(bounds, count)
+            source = order if split == 0 else self._held_out(file.path, split, min_doc_tokens, stage)
+            parts.append(source[np.arange(end - begin) % len(source)])
+        train = parts[0]
+        seen_before = int((uses[train] > 0).sum())
+        repeats = bool(seen_before) or len(np.unique(train)) < len(train)
+        np.add.at(uses, train, 1)
+        documents = np.concatenate(parts)
+        tokens = int(lengths[documents].sum(dtype=np.int64))
+        return ViewSelection(stage, file, replace(view, documents=count, tokens=tokens), documents, len(train),
+                             seen_before, repeats, len(pool), int(lengths[pool].sum(dtype=np.int64)),
+                             int((uses[pool] == 0).sum()))
+
+    def _held_out(self, path: str, split: int, min_doc_tokens: int, stage: str) -> np.ndarray:
+        held = self._documents(path, split, min_doc_tokens)
+        if not len(held):
+            raise ValueError(f"{path}: no document of at least {min_doc_tokens} tokens held out for the "
+                             f"{SPLITS[split]} split of stage {stage} (the file is too small for the split)")
+        return held
+
+
+def document_ranks(ids: list[str], seed: int) -> np.ndarray:
+    """Each document's place in a file's seeded random order: a hash of the seed and its id."""
+    keys = [hashlib.blake2b(f"{seed}\x00{i}".encode(), digest_size=8).digest() for i in ids]
+    order = np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable")
+    ranks = np.empty(len(ids), dtype=np.int32)  # a file holds fewer than 2^31 documents (int32 lengths)
+    ranks[order] = np.arange(len(ids), dtype=np.int32)
+    return ranks
+
+
+def _view_size(ordered_lengths: np.ndarray, tokens_needed: int, splits: list[tuple[float, float] | None]) -> int:
+    """How many documents, taken in order (cycling through them when one pass is not enough),
+    a view needs: the train split's first documents hold `tokens_needed`, every non-empty split
+    gets at least one document."""
+    supply = int(ordered_lengths.sum(dtype=np.int64))
+    passes, rest = divmod(tokens_needed, supply)
+    running = np.cumsum(ordered_lengths, dtype=np.int64)
+    needed = passes * len(ordered_lengths) + (int(np.searchsorted(running, rest)) + 1 if rest else 0)
+    train = splits[0]
+    count = max(needed, 1)
+    while not _enough(count, needed, train, splits):
+        count += 1
+    return count
+
+
+def _enough(count: int, needed: int, train, splits) -> bool:
+    begin, end = split_documents(train, count)
+    if end - begin < needed:
+        return False
+    return all(bounds is None or split_documents(bounds, count)[1] > split_documents(bounds, count)[0]
+               for bounds in splits)
+
+
+def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Path]:
+    """Write the view's `.idx`, `.docs.parquet` and `.bin` link at `prefix` (default: its own
+    path; a staging folder to publish it by rename). The link is relative to the view's own
+    path, so it resolves once published, and when the output tree is mounted elsewhere."""
+    final = Path(selection.view.path)
+    prefix = final if prefix is None else Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    original = Path(selection.file.path)
+    reader = IndexedDatasetReader(original)
+    link = layout.bin_path(prefix)
+    link.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(layout.bin_path(original), final.parent), link)
+    write_view_index(prefix, reader, selection.documents)
+    ids = read_document_index(original)["id"].combine_chunks().take(pa.array(selection.documents))
+    with DocumentIndexWriter(prefix) as docs:
+        docs.add(ids, reader.sequence_lengths[selection.documents])
+    return layout.token_files(prefix)
+
+
+def view_lengths(plan: MixturePlan) -> dict[str, np.ndarray]:
+    """Each view's document lengths by the path its stage reads, from the original files: what a
+    view will hold before it is written (or while an older one is still published there)."""
+    lengths, originals = {}, {}
+    for selection in plan.views:
+        path = selection.file.path
+        if path not in originals:
+            originals[path] = IndexedDatasetReader(Path(path)).sequence_lengths
+        lengths[selection.view.path] = originals[path][selection.documents]
+    return lengths
+
+
+def write_views(plan: MixturePlan, folder: Path | None = None) -> list[Path]:
+    """Every stage view of `plan` (before building the stages' caches): at the paths its stages
+    read, or under `folder` as `<stage>/<bucket>/<dump>`, a staged `mixtures/<recipe>/views/`."""
+    written = []
+    for selection in plan.views:
+        file = selection.file
+        prefix = None if folder is None else Path(folder) / selection.stage / file.bucket / file.dump
+        written += write_view(selection, prefix)
+    return written
