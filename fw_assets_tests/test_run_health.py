@@ -153,6 +153,8 @@ def test_two_killed_cli_runs_never_hold_the_run_queue(tmp_path, dagster_home):
     slots = output / ".staging" / "slots" / os.uname().nodename
     # The test holds the only duckdb slot, so both runs are STARTED and waiting when killed, however
     # fast or slow this machine is.
+    with dg.DagsterInstance.get():  # create the instance's SQLite schema before two processes race to
+        pass
     with machine_slot(slots, "duckdb", 1, {"run_id": "the test"}, print, how_to_free):
         for dump in (DUMP, OTHER_DUMP):
             write_sample_dump(source, dump, rows=3_000, files=2, seed=5)
