@@ -52,34 +52,15 @@ def machine_slots_dir(output_root: Path, host: str) -> Path:
     return staging_root(output_root) / "slots" / host
 
 
+def publication_name(stage: str, *keys: str) -> str:
+    """The name an output is published under (its lock, staging folder and generation record):
+    `bucketed-CC-MAIN-2013-20`, `tokenized-<tokenizer>-<dump>`, `mixture_plan-<recipe>`."""
+    return "-".join((stage, *keys))
+
+
 def generation_record_path(output_root: Path, name: str) -> Path:
     """The generation record of publication `name` (e.g. `published/bucketed-CC-MAIN-2013-20.json`)."""
     return output_root / "published" / f"{name}.json"
-
-
-def sampled_publication(dump: str) -> str:
-    """The name sampled publishes a dump under (locks, staging, generation record)."""
-    return f"sampled-{dump}"
-
-
-def bucketed_publication(dump: str) -> str:
-    """The name bucketed publishes a dump under (locks, staging, generation record)."""
-    return f"bucketed-{dump}"
-
-
-def minhash_publication(dump: str) -> str:
-    """The name minhash publishes a dump's two files under (locks, staging, generation record)."""
-    return f"minhash-{dump}"
-
-
-def dedup_publication(dump: str) -> str:
-    """The name deduplicated publishes a dump's decisions under."""
-    return f"dedup-{dump}"
-
-
-def tokenized_publication(tokenizer_name: str, dump: str) -> str:
-    """The name tokenized publishes a dump's token files of one tokenizer under."""
-    return f"tokenized-{tokenizer_name}-{dump}"
 
 
 def spill_dir(output_root: Path) -> Path:
@@ -136,7 +117,7 @@ def dedup_path(output_root: Path, dump: str) -> Path:
 def published_decisions(output_root: Path) -> dict[str, Path]:
     """Every dump whose dedup decisions were published (it has a generation record), with its
     decision file."""
-    prefix = dedup_publication("")
+    prefix = publication_name("dedup", "")
     records = generation_record_path(output_root, prefix).parent.glob(f"{prefix}*.json")
     dumps = sorted(path.stem.removeprefix(prefix) for path in records)
     return {dump: dedup_path(output_root, dump) for dump in dumps}
@@ -235,18 +216,3 @@ def report_path(output_root: Path, recipe: str) -> Path:
 def blend_report_path(output_root: Path, recipe: str) -> Path:
     """The built blends' realized shares beside their targets, published with `cache/`."""
     return mixture_dir(output_root, recipe) / "blend.md"
-
-
-def mixture_plan_publication(recipe: str) -> str:
-    """The name mixture_plan publishes a recipe's plan, data-args and report under."""
-    return f"mixture_plan-{recipe}"
-
-
-def megatron_indexes_publication(recipe: str) -> str:
-    """The name megatron_indexes publishes a recipe's `cache/` under."""
-    return f"megatron_indexes-{recipe}"
-
-
-def packed_publication(recipe: str) -> str:
-    """The name `packed` publishes a recipe's `packed/` under."""
-    return f"packed-{recipe}"

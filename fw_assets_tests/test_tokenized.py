@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucket_dump_dir, bucketed_files, bucketed_publication, dedup_path
+from fw_assets.layout import bucket_dump_dir, bucketed_files, publication_name, dedup_path
 from fw_assets.lib.cores import usable_cores
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
@@ -367,7 +367,7 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
     is_broken = pc.equal(table.column("id"), broken_id)
     texts = pc.if_else(is_broken, pa.scalar(None, pa.string()), table.column("text"))
     pq.write_table(table.set_column(1, "text", texts), bucket_file)
-    rerecord_size(output, bucketed_publication(DUMP), bucket_file)  # damage no size check sees
+    rerecord_size(output, publication_name("bucketed", DUMP), bucket_file)  # damage no size check sees
 
     result = run_tokenized(source, output, TokenizerResource(workers=2), raise_on_error=False)
     assert not result.success

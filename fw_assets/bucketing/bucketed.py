@@ -14,8 +14,7 @@ from fw_assets.contracts import bucketed as bucketed_contract
 from fw_assets.contracts.bucketed import check_bucketed
 from fw_assets.layout import (
     bucket_dump_dirs,
-    bucketed_publication,
-    sampled_publication,
+    publication_name,
     selection_path,
     spill_dir,
 )
@@ -56,8 +55,8 @@ def bucketed(
     started = time.monotonic()
     with (
         heavy_step(context, root, DUCKDB_POOL, SpaceNeed(source.bytes, BUCKETED_SPACE)),
-        staged_publication(root, bucketed_publication(source.dump), source.dump, log) as staging,
-        published_generation(root, sampled_publication(source.dump), source.dump, log) as sampled_record,
+        staged_publication(root, publication_name("bucketed", source.dump), source.dump, log) as staging,
+        published_generation(root, publication_name("sampled", source.dump), source.dump, log) as sampled_record,
     ):
         if sampled_record is None:
             raise dg.Failure(

@@ -13,7 +13,7 @@ from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts import selection as selection_contract
 from fw_assets.contracts.raw import check_raw
 from fw_assets.contracts.selection import check_selection
-from fw_assets.layout import sampled_publication, selection_path, spill_dir
+from fw_assets.layout import publication_name, selection_path, spill_dir
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.manifest import as_records
 from fw_assets.lib.markdown import table
@@ -53,7 +53,7 @@ def sampled(
     with (
         heavy_step(context, storage.output_root, DUCKDB_POOL, _space_needed(source)),
         staged_publication(
-            storage.output_root, sampled_publication(source.dump), source.dump, context.log.info
+            storage.output_root, publication_name("sampled", source.dump), source.dump, context.log.info
         ) as staging,
     ):
         staged = staging.path / "selection.parquet"

@@ -29,12 +29,10 @@ from fw_assets.dedup.minhash_file import MinhashFileError
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.layout import (
     bucketed_files,
-    bucketed_publication,
     dedup_path,
-    dedup_publication,
     generation_record_path,
     minhash_path,
-    minhash_publication,
+    publication_name,
     recorded_bucket_files,
     spill_dir,
 )
@@ -81,7 +79,7 @@ def deduplicated(
     started = time.monotonic()
     with (
         heavy_step(context, root, DUCKDB_POOL, DECISION_SPACE),
-        staged_publication(root, dedup_publication(dump), dump, log) as staging,
+        staged_publication(root, publication_name("dedup", dump), dump, log) as staging,
         _published_inputs(root, dump, log) as inputs,
         warehouse.connect(spill_dir(root)) as con,
     ):
@@ -133,14 +131,14 @@ def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInput
     no record and does not block; the dump's own minhash and bucketed must be there."""
     with ExitStack() as held:
         records = {
-            d: held.enter_context(published_generation(root, minhash_publication(d), d, log))
+            d: held.enter_context(published_generation(root, publication_name("minhash", d), d, log))
             for d in dump_partitions.get_partition_keys()
             if d <= dump
         }
         bucketed = held.enter_context(
-            published_generation(root, bucketed_publication(dump), dump, log)
+            published_generation(root, publication_name("bucketed", dump), dump, log)
         )
-        required = {minhash_publication(dump): records[dump], bucketed_publication(dump): bucketed}
+        required = {publication_name("minhash", dump): records[dump], publication_name("bucketed", dump): bucketed}
         for name, record in required.items():
             if record is None:
                 raise dg.Failure(

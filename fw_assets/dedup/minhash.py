@@ -10,10 +10,9 @@ from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.minhash_file import write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.layout import (
-    bucketed_publication,
     generation_record_path,
     minhash_path,
-    minhash_publication,
+    publication_name,
     recorded_bucket_files,
     sorted_keys_path,
     spill_dir,
@@ -54,13 +53,13 @@ def minhash(
     started = time.monotonic()
     with (
         heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
-        staged_publication(root, minhash_publication(dump), dump, log) as staging,
-        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
+        staged_publication(root, publication_name("minhash", dump), dump, log) as staging,
+        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
     ):
         if bucketed_record is None:
             raise dg.Failure(
                 f"Dump {dump}: bucketed was never published for this dump (no generation record at "
-                f"{generation_record_path(root, bucketed_publication(dump))}). Materialize `bucketed` "
+                f"{generation_record_path(root, publication_name('bucketed', dump))}). Materialize `bucketed` "
                 "for this dump first; nothing was published."
             )
         sources = [
@@ -97,7 +96,7 @@ def minhash(
 
 
 def _space_needed(root: Path, dump: str) -> SpaceNeed:
-    record = generation_record_path(root, bucketed_publication(dump))
+    record = generation_record_path(root, publication_name("bucketed", dump))
     rows = (
         sum(b["rows"] for b in json.loads(record.read_text())["contents"]["buckets"].values())
         if record.is_file() else 0

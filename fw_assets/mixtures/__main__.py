@@ -7,7 +7,7 @@ import json
 import sys
 
 from fw_assets import settings
-from fw_assets.layout import megatron_indexes_publication, mixture_cache_dir, plan_path
+from fw_assets.layout import publication_name, mixture_cache_dir, plan_path
 from fw_assets.lib.publish import published_generation
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron_cache import SPLITS
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     root = settings.output_dir()
-    with published_generation(root, megatron_indexes_publication(args.recipe), args.recipe) as record:
+    with published_generation(root, publication_name("megatron_indexes", args.recipe), args.recipe) as record:
         if record is None:
             parser.exit(2, f"recipe {args.recipe}: no indexes under {root}; materialize them with "
                            f"`dagster asset materialize -m fw_assets.definitions --select 'mixture_plan*' "

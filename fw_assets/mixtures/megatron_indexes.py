@@ -9,10 +9,9 @@ import dagster as dg
 from fw_assets.contract_checks import ContractReport, Events, check_specs
 from fw_assets.layout import (
     blend_report_path,
-    megatron_indexes_publication,
     mixture_cache_dir,
-    mixture_plan_publication,
     plan_path,
+    publication_name,
 )
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed
@@ -51,12 +50,12 @@ class MegatronIndexesConfig(dg.Config):
 )
 def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesConfig, storage: FineWebStorage) -> Events:
     name, root, log = context.partition_key, storage.output_root, context.log.info
-    with published_generation(root, mixture_plan_publication(name), name, log) as plan_record:
+    with published_generation(root, publication_name("mixture_plan", name), name, log) as plan_record:
         stages, tokenizer = _planned_stages(name, root, plan_record)
         workers = config.workers or usable_cores()
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
-            staged_publication(root, megatron_indexes_publication(name), name, log) as staging,
+            staged_publication(root, publication_name("megatron_indexes", name), name, log) as staging,
             tokenized_generations(root, tokenizer, log, list(plan_record["contents"]["tokenized_generations"])) as records,
         ):
             refuse_a_stale_plan(name, plan_record, records)

@@ -14,11 +14,10 @@ from fw_assets.contract_checks import ContractReport, Events, check_specs
 from fw_assets.layout import (
     data_args_path,
     generation_record_path,
-    mixture_plan_publication,
     plan_path,
+    publication_name,
     report_path,
     shares_picture_path,
-    tokenized_publication,
     views_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
@@ -87,7 +86,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
         writing_step(context, root, PLAN_SPACE),
-        staged_publication(root, mixture_plan_publication(name), name, log) as staging,
+        staged_publication(root, publication_name("mixture_plan", name), name, log) as staging,
     ):
         plan, records, figures = _plan(name, root, log)
         rows = source_stages(plan)
@@ -132,11 +131,11 @@ def tokenized_generations(
     that has one), by dump, held still while the body reads: no re-tokenizing replaces them meanwhile."""
     if dumps is None:
         dumps = [dump for dump in dump_partitions.get_partition_keys()
-                 if generation_record_path(root, tokenized_publication(tokenizer, dump)).is_file()]
+                 if generation_record_path(root, publication_name("tokenized", tokenizer, dump)).is_file()]
     with ExitStack() as stack:
         records = {}
         for dump in dumps:
-            record = stack.enter_context(published_generation(root, tokenized_publication(tokenizer, dump), dump, log))
+            record = stack.enter_context(published_generation(root, publication_name("tokenized", tokenizer, dump), dump, log))
             if record is not None:
                 records[dump] = record
         yield records
@@ -160,7 +159,7 @@ def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path)
     if plan.views:
         write_views(plan, staging / "views")
         moves[views] = staging / "views"
-    previous = generation_record_path(root, mixture_plan_publication(name))
+    previous = generation_record_path(root, publication_name("mixture_plan", name))
     if previous.is_file():
         for relative in json.loads(previous.read_text())["files"]:
             if not (root / relative).is_relative_to(views):

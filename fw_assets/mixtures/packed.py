@@ -7,12 +7,10 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.layout import (
-    megatron_indexes_publication,
     mixture_cache_dir,
-    mixture_plan_publication,
-    packed_publication,
     packed_root,
     plan_path,
+    publication_name,
 )
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
@@ -44,8 +42,8 @@ MODULES = (*(f"fw_assets.mixtures.{name}" for name in ("plan", "cache", "packing
 def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
-        published_generation(root, mixture_plan_publication(name), name, log) as plan_record,
-        published_generation(root, megatron_indexes_publication(name), name, log) as indexes_record,
+        published_generation(root, publication_name("mixture_plan", name), name, log) as plan_record,
+        published_generation(root, publication_name("megatron_indexes", name), name, log) as indexes_record,
     ):
         plan, stages = _built_plan(name, root, plan_record, indexes_record)
         if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
@@ -54,7 +52,7 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
             return
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
-            staged_publication(root, packed_publication(name), name, log) as staging,
+            staged_publication(root, publication_name("packed", name), name, log) as staging,
             tokenized_generations(root, plan["tokenizer"], log,
                                   list(plan_record["contents"]["tokenized_generations"])) as records,
         ):
@@ -92,7 +90,7 @@ def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record:
 def _remove_an_earlier_export(name: str, root: Path, log: Log) -> None:
     """A recipe that no longer asks for the export keeps no packed samples of an older plan."""
     if packed_root(root, name).exists():
-        with staged_publication(root, packed_publication(name), name, log) as staging:
+        with staged_publication(root, publication_name("packed", name), name, log) as staging:
             staging.publish({packed_root(root, name): None},
                             {"removed": "the recipe no longer asks for export: packed"})
         log(f"Removed {packed_root(root, name)}: written for an earlier plan of the recipe.")

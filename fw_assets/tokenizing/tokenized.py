@@ -11,15 +11,13 @@ from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.contract_checks import ContractReport, Events, check_specs
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.layout import (
-    bucketed_publication,
     dedup_path,
-    dedup_publication,
     docs_path,
     generation_record_path,
+    publication_name,
     recorded_bucket_files,
     token_files,
     token_prefix,
-    tokenized_publication,
     tokenizer_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
@@ -80,9 +78,9 @@ def tokenized(
     root, log = storage.output_root, context.log.info
     with (
         heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump)),
-        staged_publication(root, tokenized_publication(name, dump), dump, log) as staging,
-        published_generation(root, bucketed_publication(dump), dump, log) as bucketed_record,
-        published_generation(root, dedup_publication(dump), dump, log) as dedup_record,
+        staged_publication(root, publication_name("tokenized", name, dump), dump, log) as staging,
+        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+        published_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
         total = sum(b.documents for b in buckets)
@@ -128,7 +126,7 @@ SPACE_PER_BUCKETED_BYTE = 5
 
 
 def _space_needed(root: Path, dump: str) -> SpaceNeed:
-    record = generation_record_path(root, bucketed_publication(dump))
+    record = generation_record_path(root, publication_name("bucketed", dump))
     parquet = sum(json.loads(record.read_text())["files"].values()) if record.is_file() else 0
     return SpaceNeed(
         parquet * SPACE_PER_BUCKETED_BYTE,
@@ -147,13 +145,13 @@ def _bucket_inputs(
     if record is None:
         raise dg.Failure(
             f"Dump {dump}: bucketed was never published for this dump (no generation record at "
-            f"{generation_record_path(root, bucketed_publication(dump))}). Materialize `bucketed` "
+            f"{generation_record_path(root, publication_name('bucketed', dump))}). Materialize `bucketed` "
             "for this dump first; nothing was published."
         )
     if dedup_record is None:
         raise dg.Failure(
             f"Dump {dump}: its dedup decisions were never published (no generation record at "
-            f"{generation_record_path(root, dedup_publication(dump))}). Materialize `deduplicated` "
+            f"{generation_record_path(root, publication_name('dedup', dump))}). Materialize `deduplicated` "
             "for this dump first; nothing was published."
         )
     decisions = dedup_path(root, dump)
