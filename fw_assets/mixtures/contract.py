@@ -17,7 +17,6 @@ from fw_assets.mixtures.megatron_cache import SPLITS
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
 from fw_assets.mixtures.recipe import NULL_TOKENIZER_CLASS
 
-DEFAULT_MAX_EPOCHS = 4.0
 BLEND_WINDOW = 10_000  # samples
 BLEND_WINDOW_TOLERANCE = 0.001  # of the window: 0.1 %
 BLEND_END_TOLERANCE = 1.0  # samples

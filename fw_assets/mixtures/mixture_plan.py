@@ -24,7 +24,6 @@ from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures.contract import (
-    DEFAULT_MAX_EPOCHS,
     PLAN_CHECKS,
     check_epochs,
     check_sample_counts,
@@ -40,7 +39,7 @@ from fw_assets.mixtures.curriculum_report import (
 )
 from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file, recipe_partitions
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
-from fw_assets.mixtures.recipe import RecipeError, load_recipe
+from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, RecipeError, load_recipe
 from fw_assets.mixtures.report import megatron_args_block, plan_report, prefix_table, source_table, stage_table
 from fw_assets.mixtures.views import view_lengths, write_views
 from fw_assets.partitions import dump_partitions
@@ -67,7 +66,7 @@ PLAN_SPACE = SpaceNeed(2**20, "a few hundred kB of plan, data-args, report and p
 
 
 class MixturePlanConfig(dg.Config):
-    max_epochs: float = DEFAULT_MAX_EPOCHS  # the `epochs` check warns above this many passes
+    max_epochs: float = DEFAULT_EPOCH_WARNING  # the `epochs` check warns above this many passes
 
 
 @dg.asset(

@@ -63,7 +63,8 @@ class Schedule:
 
 
 SCHEDULE_SHAPES = ("cosine", "linear")
-# above this many epochs of a source in one phase, the plan warns (unless max_epochs is set)
+# above this many epochs of a source the plan warns: per phase (unless the phase sets max_epochs)
+# and over the whole stage (the `epochs` check's default)
 DEFAULT_EPOCH_WARNING = 4.0
 
 
