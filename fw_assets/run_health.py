@@ -23,8 +23,11 @@ import dagster as dg
 from fw_assets.layout import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.slots import machine_slot
+from fw_assets.partitions import dump_partitions
 
-DUMP_TAG = "fw_assets/dump"  # a backfill's runs carry only a partition range: name the dump
+# A backfill's runs carry only a partition range: name the dump (or the recipe) on the run's page.
+DUMP_TAG = "fw_assets/dump"
+RECIPE_TAG = "fw_assets/recipe"
 HOST_TAG = "fw_assets/host"
 PID_TAG = "fw_assets/pid"
 PROCESS_START_TAG = "fw_assets/process_start"
@@ -75,10 +78,16 @@ def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> 
     return failed
 
 
+def partition_kind(context: dg.AssetExecutionContext) -> str:
+    """What the step's partition key names: "dump" for the per-dump chain, else "recipe"."""
+    return "dump" if context.assets_def.partitions_def is dump_partitions else "recipe"
+
+
 def start_step(context: dg.AssetExecutionContext) -> None:
-    """Record the dump and this step's process in its run's tags (shown on the run's page), and
-    fail the runs of this host that died."""
-    tags = {DUMP_TAG: context.partition_key, **_this_process()}
+    """Record the dump (or recipe) and this step's process in its run's tags (shown on the run's
+    page), and fail the runs of this host that died."""
+    tag = DUMP_TAG if partition_kind(context) == "dump" else RECIPE_TAG
+    tags = {tag: context.partition_key, **_this_process()}
     context.instance.add_run_tags(context.run.run_id, tags)
     fail_dead_runs(context.instance, context.log.warning)
 
@@ -97,7 +106,7 @@ def how_to_free(holder: dict) -> str:
     if not holder:
         return "a run that is just starting"
     return (
-        f"run {holder.get('run_id')} ({holder.get('step')} of {holder.get('dump')}, pid "
+        f"run {holder.get('run_id')} ({holder.get('step')} of {holder.get('partition')}, pid "
         f"{holder.get('pid')} on {holder.get('host')}, since {holder.get('since')}); to free it now, "
         f"terminate that run in the UI (Runs → {holder.get('run_id')}) or `kill {holder.get('pid')}`"
     )
@@ -111,7 +120,8 @@ def writing_step(
     naming the path and the space it needs, not a traceback."""
     step = context.asset_key.to_user_string()
     try:
-        with explaining_disk_errors(output_root, context.partition_key, step, need):
+        partition = f"{partition_kind(context).capitalize()} {context.partition_key}"
+        with explaining_disk_errors(output_root, partition, step, need):
             start_step(context)
             yield
     except OutputDiskError as error:
@@ -126,7 +136,7 @@ def heavy_step(
     holder = {
         "run_id": context.run.run_id,
         "step": context.asset_key.to_user_string(),
-        "dump": context.partition_key,
+        "partition": f"{partition_kind(context)} {context.partition_key}",
         "host": socket.gethostname(),
     }
     folder = machine_slots_dir(output_root, socket.gethostname())

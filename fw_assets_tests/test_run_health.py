@@ -99,7 +99,7 @@ def test_a_run_waiting_for_a_slot_says_who_holds_it_and_stops_when_asked(
     source, output = tmp_path / "source", tmp_path / "out"
     write_sample_dump(source, DUMP, rows=500, files=1, seed=3)
     slots = output / ".staging" / "slots" / os.uname().nodename
-    holder = {"run_id": "run-holding-duckdb", "step": "bucketed", "dump": OTHER_DUMP, "host": "here"}
+    holder = {"run_id": "run-holding-duckdb", "step": "bucketed", "partition": f"dump {OTHER_DUMP}", "host": "here"}
     with machine_slot(slots, "duckdb", 1, holder, print, how_to_free):
         waiting = cli_run(source, output, dagster_home, DUMP, "sampled", stderr=subprocess.PIPE, text=True)
         lines = []
@@ -107,7 +107,7 @@ def test_a_run_waiting_for_a_slot_says_who_holds_it_and_stops_when_asked(
         reader.start()
         wait_until(lambda: any("Waiting for a duckdb slot" in line for line in lines), 120, "the wait")
         message = next(line for line in lines if "Waiting for a duckdb slot" in line)
-        for expected in ("run-holding-duckdb", f"bucketed of {OTHER_DUMP}", "kill ", "Terminate"):
+        for expected in ("run-holding-duckdb", f"bucketed of dump {OTHER_DUMP}", "kill ", "Terminate"):
             assert expected.lower() in message.lower(), message
         os.killpg(waiting.pid, stop)
         assert waiting.wait(timeout=30) != 0, "the waiting run stopped"

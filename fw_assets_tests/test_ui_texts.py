@@ -1,4 +1,4 @@
-"""What the UI shows: descriptions that survive markdown, and runs that name their dump."""
+"""What the UI shows: descriptions that survive markdown, and runs that name their dump or recipe."""
 
 import re
 
@@ -6,9 +6,11 @@ import dagster as dg
 
 from fw_assets.bucketing.raw import raw
 from fw_assets.definitions import defs
-from fw_assets.run_health import DUMP_TAG
+from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.mixtures.partitions import recipe_partitions
+from fw_assets.run_health import DUMP_TAG, RECIPE_TAG
 from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import materialize_dump
+from fw_assets_tests.helpers import materialize_dump, resources
 
 # `<dump>` outside a code span is an unknown HTML tag to the UI's markdown, and disappears.
 PLACEHOLDER_OUTSIDE_CODE = re.compile(r"<[a-z_]+>")
@@ -31,3 +33,14 @@ def test_a_run_names_its_dump_in_its_tags(sample_source, tmp_path):
     with dg.instance_for_test() as instance:
         result = materialize_dump(sample_source, tmp_path, SAMPLE_DUMPS[1], assets=[raw], instance=instance)
         assert instance.get_run_by_id(result.run_id).tags[DUMP_TAG] == SAMPLE_DUMPS[1]
+
+
+def test_a_recipe_run_names_its_recipe_not_a_dump(sample_source, tmp_path):
+    recipe = recipe_partitions.get_partition_keys()[0]
+    with dg.instance_for_test() as instance:
+        # Nothing is tokenized under tmp_path, so the plan fails; the run still says whose it was.
+        result = dg.materialize([mixture_plan], partition_key=recipe, instance=instance,
+                                resources=resources(sample_source, tmp_path), raise_on_error=False)
+        tags = instance.get_run_by_id(result.run_id).tags
+    assert not result.success
+    assert tags[RECIPE_TAG] == recipe and DUMP_TAG not in tags

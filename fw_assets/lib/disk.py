@@ -31,9 +31,10 @@ class SpaceNeed:
 
 
 @contextmanager
-def explaining_disk_errors(output_root: Path, dump: str, step: str, need: SpaceNeed) -> Iterator[None]:
+def explaining_disk_errors(output_root: Path, partition: str, step: str, need: SpaceNeed) -> Iterator[None]:
     """Turn a full or unwritable output disk, from Python or from DuckDB, into an OutputDiskError
-    naming the path, the free space and the space the step needs; other errors pass unchanged."""
+    naming the partition ("Dump CC-MAIN-2013-20", "Recipe demo"), the path, the free space and the
+    space the step needs; other errors pass unchanged."""
     try:
         yield
     except OSError as error:
@@ -41,7 +42,7 @@ def explaining_disk_errors(output_root: Path, dump: str, step: str, need: SpaceN
             raise
         kind = "full" if error.errno in _FULL else "not writable"
         where = Path(error.filename) if error.filename else output_root
-        message = _message(kind, where, output_root, dump, step, need, error.strerror)
+        message = _message(kind, where, output_root, partition, step, need, error.strerror)
         raise OutputDiskError(message) from error
     except duckdb.IOException as error:
         text = str(error)
@@ -52,22 +53,22 @@ def explaining_disk_errors(output_root: Path, dump: str, step: str, need: SpaceN
         quoted = _QUOTED_PATH.search(text)
         where = Path(quoted[1]) if quoted else output_root
         kind, cause = ("full", full[0]) if full else ("not writable", not_writable[0])
-        raise OutputDiskError(_message(kind, where, output_root, dump, step, need, cause)) from error
+        raise OutputDiskError(_message(kind, where, output_root, partition, step, need, cause)) from error
 
 
 def _message(
-    kind: str, where: Path, output_root: Path, dump: str, step: str, need: SpaceNeed, cause: str
+    kind: str, where: Path, output_root: Path, partition: str, step: str, need: SpaceNeed, cause: str
 ) -> str:
-    unchanged = "Nothing was published; the dump's previous output is unchanged."
+    unchanged = "Nothing was published; the previous output is unchanged."
     if kind == "full":
         free = _free_bytes(where)
         return (
-            f"Dump {dump}: {step} ran out of disk space writing {where} ({cause}). It needs about "
+            f"{partition}: {step} ran out of disk space writing {where} ({cause}). It needs about "
             f"{_size(need.bytes)} free under {output_root} ({need.estimate}); {_size(free)} is free "
             f"now. Free some space or set FW_OUTPUT_DIR to a larger disk, then run it again. {unchanged}"
         )
     return (
-        f"Dump {dump}: {step} cannot write {where} ({cause}). It writes its work in progress under "
+        f"{partition}: {step} cannot write {where} ({cause}). It writes its work in progress under "
         f"{output_root / '.staging'} and publishes under {output_root}: make both writable for this "
         f"user, or set FW_OUTPUT_DIR to a writable folder. {unchanged}"
     )
