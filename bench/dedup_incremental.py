@@ -1,95 +1,208 @@
-"""How a dump's decisions cost as earlier dumps accumulate: the 1st, 2nd, 5th and 8th dump decided
-(0, 1, 4 and 7 earlier dumps), each in a fresh process (best of `--runs`), with its CPU seconds,
-wall seconds and peak RSS. The once-per-process load of numba's compiled merge is timed apart.
+"""How deciding a dump costs as earlier dumps accumulate, at equal dump size: the 1st, 2nd, 5th and
+8th dump (0, 1, 4 and 7 earlier dumps) decided in a fresh process each (median of `--runs`), two
+ways:
 
-    python -m bench.dedup_steps --root DIR --rows 50000 --dumps 8     # the minhash files
-    python -m bench.dedup_incremental --root DIR [--runs 3] [--threads 2]
+- `decide`: the bare decision step (fw_assets.dedup.decide.decide_dump) on the published minhash
+  files, after loading numba's compiled merge (timed apart: a run of the whole chain has loaded
+  numba in its `minhash` step already);
+- `asset`: the `deduplicated` asset materialized through Dagster, as a user sees it: its decisions,
+  checks and metadata (the step's duration from STEP_START to STEP_SUCCESS, and the process's CPU
+  seconds over `dg.materialize`), with numba loaded as in a run of the chain.
 
-The decisions of dump k read the minhash files of dumps 1..k-1; every dump has the same size.
+    python -m bench.dedup_incremental --root DIR [--rows 100000] [--dumps 8] [--runs 3]
+
+The first call generates `--dumps` sample dumps of `--rows` documents under DIR/source and
+materializes raw, sampled, bucketed and minhash of each into DIR/output (minutes); later calls
+reuse them. Each table row reports CPU seconds, wall seconds and the process's peak RSS.
 """
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import duckdb
 import numpy as np
 
-from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.dedup.sorted_keys import matching_rows
+from fw_assets.partitions import known_dumps
+
+MODES = ("decide", "asset")
 
 
-def minhash_files(root: Path) -> dict[str, Path]:
-    return {p.stem: p for p in sorted((root / "minhash").glob("*.parquet")) if not p.stem.endswith(".keys")}
+def dumps_of(count: int) -> list[str]:
+    return known_dumps()[:count]
 
 
-def warm_up() -> float:
-    """Load what every run loads once whatever the number of earlier dumps (numba's compiled merge
-    from its cache); returns its CPU seconds."""
+def resources(root: Path) -> dict:
+    from fw_assets.resources import DuckDBSteps, FineWebStorage
+
+    return {
+        "storage": FineWebStorage(source_dir=str(root / "source"), output_dir=str(root / "output")),
+        "warehouse": DuckDBSteps(threads=2, memory_limit="4GiB"),
+    }
+
+
+def prepare(root: Path, rows: int, count: int) -> None:
+    """Generated dumps and their chain up to `minhash`, unless a previous call made them."""
+    import dagster as dg
+
+    from fw_assets.bucketing.bucketed import bucketed
+    from fw_assets.bucketing.raw import raw
+    from fw_assets.bucketing.sampled import sampled
+    from fw_assets.dedup.minhash import minhash
+    from fw_assets.layout import minhash_path
+    from fw_assets.synthetic.generator import write_sample_dump
+
+    for dump in dumps_of(count):
+        if minhash_path(root / "output", dump).exists():
+            continue
+        print(f"preparing {dump}: {rows:,} generated documents, raw to minhash", file=sys.stderr)
+        write_sample_dump(root / "source", dump, rows)
+        dg.materialize([raw, sampled, bucketed, minhash], partition_key=dump, resources=resources(root))
+
+
+def load_like_the_chain() -> float:
+    """Load what a run of the chain has loaded before `deduplicated` (its `minhash` step loads
+    numba with its kernels from numba's cache, and pandas through pyarrow's conversion of numpy
+    arrays); returns the CPU seconds of the merge kernel's load alone."""
+    import pandas  # noqa: F401
+
+    from fw_assets.dedup.signatures import _compiled_least_images
+    from fw_assets.dedup.sorted_keys import matching_rows
+
+    _compiled_least_images()(np.zeros(1, np.uint64), np.zeros(2, np.int64), np.ones(1, np.uint64), np.ones(1, np.uint64))
     cpu = time.process_time()
     empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
     matching_rows(empty, empty)
     return time.process_time() - cpu
 
 
-def decide_once(root: Path, k: int, threads: int) -> dict:
-    files = minhash_files(root)
-    dumps = sorted(files)
-    con = duckdb.connect(":memory:", config={"threads": threads})
-    once = warm_up()
+def cold_numba_load() -> float:
+    """CPU seconds a process pays to load numba and the merge kernel from its cache when nothing
+    else loaded numba before (a re-run of `deduplicated` alone, e.g. by `stale_dedup`)."""
+    cpu = time.process_time()
+    from fw_assets.dedup.sorted_keys import matching_rows
+
+    empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
+    matching_rows(empty, empty)
+    return time.process_time() - cpu
+
+
+def decide_once(root: Path, k: int, count: int) -> dict:
+    import duckdb
+
+    from fw_assets.dedup.decide import decide_dump
+    from fw_assets.dedup.policy import MINHASH_POLICY
+    from fw_assets.layout import minhash_path
+
+    dumps = dumps_of(count)
+    files = {d: minhash_path(root / "output", d) for d in dumps}
+    con = duckdb.connect(":memory:", config={"threads": 2})
+    numba_cpu = load_like_the_chain()
     wall, cpu = time.perf_counter(), time.process_time()
+    out = root / "decide" / f"{dumps[k]}.parquet"
+    out.parent.mkdir(exist_ok=True)
     summary = decide_dump(
-        con, dumps[k], files[dumps[k]], [(d, files[d]) for d in dumps[:k]],
-        root / "dedup" / f"{dumps[k]}.parquet", MINHASH_POLICY,
+        con, dumps[k], files[dumps[k]], [(d, files[d]) for d in dumps[:k]], out, MINHASH_POLICY
     )
     return {
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
-        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        "warm_up_cpu": once,
+        "numba_cpu": numba_cpu,
         "documents": summary.documents,
         "dropped": summary.dropped_within_dump + summary.dropped_against_earlier,
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.dedup_incremental")
-    parser.add_argument("--root", type=Path, required=True)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child is not None:
-        print(json.dumps(decide_once(args.root, args.child, args.threads)))
-        return
-    (args.root / "dedup").mkdir(exist_ok=True)
-    print(
-        "| dump | earlier dumps read | documents | dropped | CPU s | wall s | peak RSS GiB | CPU / 1st"
-        " | numba load CPU s |"
-    )
+def asset_once(root: Path, k: int, count: int) -> dict:
+    import dagster as dg
+
+    from fw_assets.dedup.deduplicated import deduplicated
+
+    dump = dumps_of(count)[k]
+    numba_cpu = load_like_the_chain()
+    with dg.instance_for_test() as instance:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = dg.materialize(
+            [deduplicated], partition_key=dump, resources=resources(root), instance=instance
+        )
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    (success,) = result.get_step_success_events()
+    (materialization,) = result.asset_materializations_for_node(deduplicated.op.name)
+    metadata = {key: value.value for key, value in materialization.metadata.items()}
+    return {
+        "wall": success.event_specific_data.duration_ms / 1000,
+        "cpu": cpu,
+        "materialize_wall": wall,
+        "decide_wall": metadata["decide_seconds"],
+        "numba_cpu": numba_cpu,
+        "documents": metadata["documents"],
+        "dropped": metadata["dropped_within_dump"] + metadata["dropped_against_earlier"],
+    }
+
+
+def child(root: Path, mode: str, k: int, count: int) -> dict:
+    figures = {"decide": decide_once, "asset": asset_once}[mode](root, k, count)
+    return figures | {"peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+
+
+def run_child(args: argparse.Namespace, *child_args: str) -> dict:
+    command = [
+        sys.executable, "-m", "bench.dedup_incremental", "--root", str(args.root),
+        "--dumps", str(args.dumps), *child_args,
+    ]
+    # A fresh process sees the generated dumps as partitions (they are known dumps anyway).
+    env = os.environ | {"FW_SOURCE_DIR": str(args.root / "source")}
+    done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def report(args: argparse.Namespace, mode: str) -> None:
+    print(f"\n`{mode}`, median of {args.runs} fresh processes (load average {os.getloadavg()[0]:.1f} at start)\n")
+    print("| dump | earlier dumps | documents | dropped | CPU s | wall s | peak RSS GiB | CPU / 1st | wall / 1st |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     first = None
     for k in (0, 1, 4, 7):
-        runs = [
-            json.loads(subprocess.run(
-                [sys.executable, "-m", "bench.dedup_incremental", "--root", str(args.root),
-                 "--threads", str(args.threads), "--child", str(k)],
-                check=True, capture_output=True, text=True,
-            ).stdout)
-            for _ in range(args.runs)
-        ]
-        best = min(runs, key=lambda r: r["cpu"])
-        first = first or best["cpu"]
+        if k >= args.dumps:
+            break
+        runs = [run_child(args, "--mode", mode, "--child", str(k)) for _ in range(args.runs)]
+        cpu, wall = (statistics.median(r[key] for r in runs) for key in ("cpu", "wall"))
+        first = first or (cpu, wall)
+        r = runs[0]
         print(
-            f"| {k + 1} | {k} | {best['documents']:,} | {best['dropped']:,} | {best['cpu']:.2f} |"
-            f" {min(r['wall'] for r in runs):.2f} | {max(r['peak_rss_gib'] for r in runs):.2f} |"
-            f" {best['cpu'] / first:.2f} | {best['warm_up_cpu']:.2f} |"
+            f"| {k + 1} | {k} | {r['documents']:,} | {r['dropped']:,} | {cpu:.2f} | {wall:.2f} |"
+            f" {max(r['peak_rss_gib'] for r in runs):.2f} | {cpu / first[0]:.2f} | {wall / first[1]:.2f} |",
+            flush=True,
         )
+    numba = statistics.median(r["numba_cpu"] for r in runs)
+    print(f"\nLoading the merge kernel once numba is loaded: {numba:.2f} CPU s (not in the table).")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dedup_incremental")
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--dumps", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cold-numba", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.cold_numba:
+        print(json.dumps({"numba_cpu": cold_numba_load()}))
+    elif args.child is not None:
+        print(json.dumps(child(args.root, args.mode, args.child, args.dumps)))
+    else:
+        prepare(args.root, args.rows, args.dumps)
+        for mode in args.modes:
+            report(args, mode)
+        cold = statistics.median(run_child(args, "--cold-numba")["numba_cpu"] for _ in range(args.runs))
+        print(f"Loading numba and the merge kernel in a process that has not loaded numba: {cold:.2f} CPU s.")
 
 
 if __name__ == "__main__":

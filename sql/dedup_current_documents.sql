@@ -2,5 +2,5 @@
 --
 --   $path  the dump's minhash file
 CREATE OR REPLACE TEMP TABLE current_documents AS
-SELECT id, bucket, score, band_keys, signature
+SELECT id, bucket, score, signature
 FROM read_parquet($path);

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
 from fw_assets.dedup.policy import MinhashPolicy
@@ -20,7 +22,7 @@ from fw_assets.lib.sql import load_sql
 
 CHECKS_SQL = (
     "dedup_reconciliation", "dedup_pointed_dumps", "dedup_bucket_summary", "dedup_similarity_histogram",
-    "dedup_example_pairs", "dedup_text_starts",
+    "dedup_example_pairs",
 )
 
 DEDUP_RECONCILIATION = ContractCheck(
@@ -140,20 +142,16 @@ def example_pairs(
     """A markdown table of example drops: ids, dumps, similarity, the start of both texts.
     `bucketed_of` gives each dump's bucketed files (this dump's and the earlier ones named)."""
     pairs = con.execute(
-        load_sql("dedup_example_pairs"), {"decisions": str(decisions), "limit": EXAMPLE_PAIRS}
+        load_sql("dedup_example_pairs"), {"decisions": str(decisions), "dump": dump, "limit": EXAMPLE_PAIRS}
     ).fetchall()
     wanted: dict[str, set[str]] = {dump: {doc for doc, *_ in pairs}}
     for _, other, other_dump, _ in pairs:
         wanted.setdefault(other_dump, set()).add(other)
-    starts: dict[tuple[str, str], str] = {}
-    for source_dump, ids in wanted.items():
-        files = [str(p) for p in bucketed_of.get(source_dump, ())]
-        if files and ids:
-            found = con.execute(
-                load_sql("dedup_text_starts"),
-                {"files": files, "ids": sorted(ids), "chars": TEXT_START_CHARS},
-            ).fetchall()
-            starts |= {(source_dump, doc): start for doc, start in found}
+    starts = {
+        (source_dump, doc): start
+        for source_dump, ids in wanted.items()
+        for doc, start in _text_starts(bucketed_of.get(source_dump, ()), ids).items()
+    }
     rows = [
         (
             _code(doc), dump, _code(other), other_dump, round(similarity, 3),
@@ -163,6 +161,25 @@ def example_pairs(
     ]
     header = ["dropped id", "dump", "duplicate of", "its dump", "similarity", "dropped text", "its text"]
     return table(header, rows)
+
+
+def _text_starts(files: Sequence[Path], ids: set[str]) -> dict[str, str]:
+    """The first characters of the texts of `ids` in `files`, decoding only the texts of the row
+    groups that hold them (DuckDB's scan filtered on id decoded every text of the dump)."""
+    wanted = pa.array(sorted(ids), pa.string())
+    starts = {}
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        groups = [
+            g for g in range(parquet.num_row_groups)
+            if pc.any(pc.is_in(parquet.read_row_group(g, ["id"]).column("id"), wanted)).as_py()
+        ]
+        if groups:
+            rows = parquet.read_row_groups(groups, ["id", "text"])
+            rows = rows.filter(pc.is_in(rows.column("id"), wanted))
+            texts = pc.utf8_slice_codeunits(rows.column("text"), 0, TEXT_START_CHARS)
+            starts |= dict(zip(rows.column("id").to_pylist(), texts.to_pylist()))
+    return starts
 
 
 def _code(value: str) -> str:

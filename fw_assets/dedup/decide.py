@@ -11,13 +11,14 @@ processed in nor on the thread count:
    at it.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file
@@ -85,11 +86,11 @@ def decide_dump(
             raise ValueError(f"{path}: dump {earlier_dump} is not earlier than {dump}")
         check_minhash_file(path, policy, earlier_dump)
     con.execute(load_sql("dedup_current_documents"), {"path": str(minhash_path)})
-    con.execute(load_sql("dedup_current_keys"))
-    edges = []
+    edges, best = [], {}
     if policy.scope is not Scope.OFF:
-        edges = list(_verified(con.sql(load_sql("dedup_within_candidates")), policy))
-    best = _best_earlier_matches(CurrentDump.read(minhash_path, policy), earlier, policy) if earlier else {}
+        current = CurrentDump.read(minhash_path, policy)
+        edges = _verified_within(current, policy)
+        best = _best_earlier_matches(current, earlier, policy) if earlier else {}
     drops = _drops(con, dump, edges, best, policy)
     con.register("drops", pa.Table.from_pylist(drops, DROP_SCHEMA))
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
@@ -112,19 +113,6 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
     return float(estimated_jaccard(*pair, policy.signature_bits))
 
 
-def _verified(candidates: duckdb.DuckDBPyRelation, policy: MinhashPolicy) -> Iterator[tuple]:
-    """(id, other, similarity, other's signature) of each candidate pair passing verification."""
-    for batch in candidates.to_arrow_reader(ROW_GROUP_ROWS):
-        own = _signatures(batch.column("signature"), policy)
-        other = _signatures(batch.column("other_signature"), policy)
-        similarity = estimated_jaccard(own, other, policy.signature_bits)
-        passed = np.flatnonzero(similarity >= policy.verify_threshold)
-        ids, others, signatures = (
-            batch.column(c).take(passed).to_pylist() for c in ("id", "other", "other_signature")
-        )
-        yield from zip(ids, others, similarity[passed].tolist(), signatures)
-
-
 @dataclass(frozen=True)
 class CurrentDump:
     """What matching against earlier dumps needs of the dump being decided, in memory: its ids
@@ -140,6 +128,30 @@ class CurrentDump:
         signatures = _signatures(table.column("signature").combine_chunks(), policy)
         keys = read_sorted_keys(sorted_keys_path(minhash_path))
         return cls(table.column("id").combine_chunks(), signatures, keys)
+
+
+def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[str, str]]:
+    """(id, anchor) of the candidate pairs within the dump that pass verification. A document
+    sharing a band key is paired with the key's anchor, the least id holding it: a group of g
+    documents gives g - 1 pairs, not g(g-1)/2 (a page repeated 10,000 times stays cheap), and two
+    members both unlike their anchor meet only through another band. Found in the dump's sorted
+    keys, already in memory, as runs of equal keys."""
+    keys, rows = current.keys
+    if not len(keys):
+        return []
+    by_id = pc.sort_indices(current.ids).to_numpy()
+    id_rank = np.empty(len(by_id), np.int64)
+    id_rank[by_id] = np.arange(len(by_id))
+    ranks = id_rank[rows]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.r_[starts, len(keys)])
+    anchors = np.repeat(np.minimum.reduceat(ranks, starts), sizes)
+    paired = np.repeat(sizes > 1, sizes) & (ranks != anchors)
+    pairs = np.unique(ranks[paired] << 32 | anchors[paired])
+    own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
+    similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
+    passed = similarity >= policy.verify_threshold
+    return list(zip(current.ids.take(own[passed]).to_pylist(), current.ids.take(anchor[passed]).to_pylist()))
 
 
 def _best_earlier_matches(

@@ -46,7 +46,7 @@ from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 SQL = (
-    "dedup_current_documents", "dedup_current_keys", "dedup_within_candidates",
+    "dedup_current_documents",
     "dedup_involved_documents", "dedup_decisions", "dedup_sorted_keys", *dedup_checks.CHECKS_SQL,
 )
 MODULES = tuple(
