@@ -1,16 +1,20 @@
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 
 from fw_assets.layout import bucketed_files, selection_path
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump, write_sample_dumps
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.contract_cases import DUMP, FILES, ROWS
 from fw_assets_tests.dagster_services import write_instance_yaml
-from fw_assets_tests.helpers import materialize_dump
+from fw_assets_tests.helpers import CHAIN, make_read_only, materialize_dump
 
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 
@@ -21,6 +25,33 @@ def sample_source(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fineweb-edu")
     write_sample_dumps(root, SAMPLE_DUMPS, rows_per_dump=4_000, files_per_dump=2, seed=7)
     return root
+
+
+@dataclass(frozen=True)
+class TokenizedSample:
+    """The sample dumps run through the chain and `tokenized`: what the runs published and said."""
+
+    output: Path
+    results: dict[str, dg.ExecuteInProcessResult]  # by dump
+    logs: dict[str, list[str]]  # each dump's run log, by dump
+
+
+@pytest.fixture(scope="session")
+def tokenized_sample(sample_source, tmp_path_factory) -> TokenizedSample:
+    """Both sample dumps in crawl order through the chain and `tokenized` (cl100k, two workers),
+    into one output root, once per session. The root is read-only: a test that writes takes
+    `helpers.writable_copy` of it."""
+    output = tmp_path_factory.mktemp("tokenized-sample")
+    tokenizer = {"tokenizer": TokenizerResource(workers=2)}
+    with dg.instance_for_test() as instance:
+        results = {
+            dump: materialize_dump(sample_source, output, dump, [*CHAIN, tokenized], instance, extra_resources=tokenizer)
+            for dump in SAMPLE_DUMPS
+        }
+        logs = {dump: [event.user_message for event in instance.all_logs(result.run_id)]
+                for dump, result in results.items()}
+    make_read_only(output)
+    return TokenizedSample(output, results, logs)
 
 
 @pytest.fixture
