@@ -102,7 +102,7 @@ def recipe_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(sample_source, tokenized_output, recipe_dir):
     """mixture_plan and megatron_indexes of the test recipe: (output root, run result, stage)."""
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         result = build(sample_source, tokenized_output, instance=instance)
     assert result.success
     plan = json.loads(plan_path(tokenized_output, RECIPE_NAME).read_text())

@@ -101,8 +101,9 @@ def published(sample_source, tokenized_sample, tmp_path_factory, tokenizers):
     metadata by tokenizer kind, the cl100k run's log."""
     output = writable_copy(tokenized_sample.output, tmp_path_factory.mktemp("fineweb") / "output")
     hf = run_tokenized(sample_source, output, tokenizers["hf_json"])
-    runs = {"tiktoken": metadata(tokenized_sample.results[DUMP]), "hf_json": metadata(hf)}
-    return output, runs, tokenized_sample.logs[DUMP]
+    cl100k = tokenized_sample.results[DUMP]
+    logs = [event.user_message for event in tokenized_sample.instance.all_logs(cl100k.run_id)]
+    return output, {"tiktoken": metadata(cl100k), "hf_json": metadata(hf)}, logs
 
 
 @pytest.fixture(params=["tiktoken", "hf_json"])
@@ -472,7 +473,7 @@ def test_blank_texts_are_dropped_counted_and_warned_about(tmp_path):
     ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
     blank_ids = {ids[row] for row in blanks}
 
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         result = run_tokenized(source, output, TokenizerResource(workers=1), chain=True, instance=instance)
         warnings = [
             e.user_message for e in instance.all_logs(result.run_id) if "whose text is empty" in e.user_message
