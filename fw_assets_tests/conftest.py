@@ -14,7 +14,7 @@ from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.contract_cases import DUMP, FILES, ROWS
 from fw_assets_tests.dagster_services import write_instance_yaml
-from fw_assets_tests.helpers import CHAIN, make_read_only, materialize_dump
+from fw_assets_tests.helpers import CHAIN, make_read_only, materialize_dump, published_tree
 
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 
@@ -41,8 +41,9 @@ class TokenizedSample:
 def tokenized_sample(sample_source, tmp_path_factory) -> TokenizedSample:
     """Both sample dumps in crawl order through the chain and `tokenized` (cl100k, two workers),
     into one output root, once per session. The root is read-only: a test that writes takes
-    `helpers.writable_copy` of it. The instance keeps its records in memory (an instance on
-    disk commits each event to SQLite, seconds per run on a busy disk)."""
+    `helpers.writable_copy` of it (root ignores the modes: the session's end compares every file
+    with what the runs published). The instance keeps its records in memory (an instance on disk
+    commits each event to SQLite, seconds per run on a busy disk)."""
     output = tmp_path_factory.mktemp("tokenized-sample")
     tokenizer = {"tokenizer": TokenizerResource(workers=2)}
     with dg.DagsterInstance.ephemeral() as instance:
@@ -51,7 +52,9 @@ def tokenized_sample(sample_source, tmp_path_factory) -> TokenizedSample:
             for dump in SAMPLE_DUMPS
         }
         make_read_only(output)
+        published = published_tree(output)
         yield TokenizedSample(output, results, instance)
+    assert published_tree(output) == published, "a test wrote into the shared tokenized_sample output"
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
 def make_read_only(root: Path) -> None:
     """Take write permission from every file and folder under `root`: a test that writes into
     an output other tests share fails at once instead of changing what they read."""
-    for folder, folders, files in os.walk(root):
+    for folder, _, files in os.walk(root):
         for name in files:
             os.chmod(os.path.join(folder, name), stat.S_IRUSR | stat.S_IRGRP)
         os.chmod(folder, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
