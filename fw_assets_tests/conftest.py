@@ -1,16 +1,20 @@
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 
 from fw_assets.layout import bucketed_files, selection_path
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump, write_sample_dumps
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.contract_cases import DUMP, FILES, ROWS
 from fw_assets_tests.dagster_services import write_instance_yaml
-from fw_assets_tests.helpers import materialize_dump
+from fw_assets_tests.helpers import CHAIN, make_read_only, materialize_dump, published_tree
 
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 
@@ -21,6 +25,36 @@ def sample_source(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fineweb-edu")
     write_sample_dumps(root, SAMPLE_DUMPS, rows_per_dump=4_000, files_per_dump=2, seed=7)
     return root
+
+
+@dataclass(frozen=True)
+class TokenizedSample:
+    """The sample dumps run through the chain and `tokenized`: what the runs published, and the
+    instance that recorded them."""
+
+    output: Path
+    results: dict[str, dg.ExecuteInProcessResult]  # by dump
+    instance: dg.DagsterInstance
+
+
+@pytest.fixture(scope="session")
+def tokenized_sample(sample_source, tmp_path_factory) -> TokenizedSample:
+    """Both sample dumps in crawl order through the chain and `tokenized` (cl100k, two workers),
+    into one output root, once per session. The root is read-only: a test that writes takes
+    `helpers.writable_copy` of it (root ignores the modes: the session's end compares every file
+    with what the runs published). The instance keeps its records in memory (an instance on disk
+    commits each event to SQLite, seconds per run on a busy disk)."""
+    output = tmp_path_factory.mktemp("tokenized-sample")
+    tokenizer = {"tokenizer": TokenizerResource(workers=2)}
+    with dg.DagsterInstance.ephemeral() as instance:
+        results = {
+            dump: materialize_dump(sample_source, output, dump, [*CHAIN, tokenized], instance, extra_resources=tokenizer)
+            for dump in SAMPLE_DUMPS
+        }
+        make_read_only(output)
+        published = published_tree(output)
+        yield TokenizedSample(output, results, instance)
+    assert published_tree(output) == published, "a test wrote into the shared tokenized_sample output"
 
 
 @pytest.fixture

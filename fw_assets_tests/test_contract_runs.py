@@ -446,7 +446,7 @@ def test_a_good_run_records_every_check_per_dump_with_figures(workspace):
     write_sample_dump(workspace.source, OTHER_DUMP, 500, 1, seed=3)
     bad.rewrite(workspace.source / "data" / OTHER_DUMP / "train-00000-of-00001.parquet",
                 bad.with_values("id", {4: None}))
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         good = workspace.run(instance=instance)
         refused = workspace.run(dump=OTHER_DUMP, instance=instance)
         keys = [

@@ -37,7 +37,7 @@ def source(tmp_path_factory) -> Path:
 def in_order(source, tmp_path_factory) -> tuple[Path, dict[str, dg.ExecuteInProcessResult]]:
     """Both dumps' chains in crawl order, as the sensor runs them."""
     output = tmp_path_factory.mktemp("in-order")
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         results = {d: materialize_dump(source, output, d, instance=instance) for d in (EARLY, LATE)}
     return output, results
 
@@ -73,7 +73,7 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
     source, in_order, tmp_path
 ):
     output = tmp_path / "reverse"
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         materialize_dump(
             source, output, LATE, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER
         )

@@ -44,7 +44,7 @@ from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, resources
+from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, resources, writable_copy
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 RECIPE_NAME = "demo"  # a partition key from load time; the tests' recipe file replaces the shipped one
@@ -84,12 +84,10 @@ def tokenize(source: Path, output: Path, dump: str, assets=(*CHAIN, tokenized)) 
 
 
 @pytest.fixture(scope="module")
-def tokenized_output(sample_source, tmp_path_factory) -> Path:
-    """Both sample dumps through the chain and `tokenized` (cl100k)."""
-    output = tmp_path_factory.mktemp("fineweb")
-    for dump in SAMPLE_DUMPS:
-        tokenize(sample_source, output, dump)
-    return output
+def tokenized_output(tokenized_sample, tmp_path_factory) -> Path:
+    """Both sample dumps through the chain and `tokenized` (cl100k): a copy of the session's run
+    that this module's recipes build in."""
+    return writable_copy(tokenized_sample.output, tmp_path_factory.mktemp("fineweb") / "output")
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +102,7 @@ def recipe_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(sample_source, tokenized_output, recipe_dir):
     """mixture_plan and megatron_indexes of the test recipe: (output root, run result, stage)."""
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         result = build(sample_source, tokenized_output, instance=instance)
     assert result.success
     plan = json.loads(plan_path(tokenized_output, RECIPE_NAME).read_text())

@@ -172,15 +172,18 @@ def test_missing_token_files_are_refused(tmp_path, output_root):
 
 
 def test_more_prefixes_than_a_blend_takes(tmp_path):
-    """32,767 token files (empty files suffice: the count is checked before any is read)."""
+    """32,767 token files (empty files suffice: the count is checked before any is read). Each
+    is a hard link to one empty file per bucket and suffix: 98k new inodes take the disk far longer."""
     root = tmp_path / "many"
     dumps = [f"CC-MAIN-{2000 + i // 60}-{i % 60 + 1:02d}" for i in range(8192)]
     for bucket in ["2.8", "3.0", "3.5", "4.0"]:
         folder = root / "tokenized" / "synthetic" / bucket
         folder.mkdir(parents=True)
-        for dump in dumps[: 8192 if bucket != "4.0" else 8191]:
-            for suffix in (".bin", ".idx", ".docs.parquet"):
-                (folder / f"{dump}{suffix}").touch()
+        for suffix in (".bin", ".idx", ".docs.parquet"):
+            empty = tmp_path / f"empty-{bucket}{suffix}"
+            empty.touch()
+            for dump in dumps[: 8192 if bucket != "4.0" else 8191]:
+                os.link(empty, folder / f"{dump}{suffix}")
     recipe = mutate(["sources"], {"all": {"buckets": ["2.8", "3.0", "3.5", "4.0"]}})
     with pytest.raises(RecipeError, match="32767 token files; a Megatron blend takes at most 32766"):
         plan(tmp_path, root, recipe, dumps)

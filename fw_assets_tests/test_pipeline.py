@@ -19,13 +19,10 @@ from fw_assets_tests.helpers import materialize_dump, published_tree, read_sourc
 BUCKET_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("score", pa.float64())])
 
 
-@pytest.fixture(scope="module")
-def published(sample_source, tmp_path_factory):
-    """Both sample dumps materialized in process into one output root."""
-    output = tmp_path_factory.mktemp("fineweb")
-    with dg.instance_for_test() as instance:
-        results = {dump: materialize_dump(sample_source, output, dump, instance=instance) for dump in SAMPLE_DUMPS}
-    return output, results
+@pytest.fixture
+def published(tokenized_sample):
+    """Both sample dumps materialized in process into one output root (the session's, read-only)."""
+    return tokenized_sample.output, tokenized_sample.results
 
 
 def _bucket_rows(output, dump) -> dict[str, pa.Table]:

@@ -25,7 +25,7 @@ HOUR_AGO = time.time() - 3600
 
 @pytest.fixture
 def instance():
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         yield instance
 
 

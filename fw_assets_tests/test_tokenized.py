@@ -30,7 +30,7 @@ from fw_assets.tokenizing.reconciliation import kept_per_bucket
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size
+from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size, writable_copy
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
@@ -45,10 +45,11 @@ def run_tokenized(source, output, tokenizer: TokenizerResource, chain=False, **k
     return materialize_dump(source, output, DUMP, assets=assets, extra_resources=extra, **kwargs)
 
 
-def tokenized_tree(output: Path, tokenizer: str = "") -> dict[str, str]:
-    """Published token files (of one tokenizer, if named): relative path -> sha256."""
+def tokenized_tree(output: Path, tokenizer: str = "", dump: str = "") -> dict[str, str]:
+    """Published token files (of one tokenizer, of one dump, if named): relative path -> sha256."""
     folder = f"tokenized/{tokenizer}/" if tokenizer else "tokenized/"
-    return {path: digest for path, digest in published_tree(output).items() if path.startswith(folder)}
+    return {path: digest for path, digest in published_tree(output).items()
+            if path.startswith(folder) and (not dump or Path(path).name.startswith(f"{dump}."))}
 
 
 def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
@@ -94,14 +95,14 @@ def tokenizers(hf_tokenizer_json) -> dict[str, TokenizerResource]:
 
 
 @pytest.fixture(scope="module")
-def published(sample_source, tmp_path_factory, tokenizers):
-    """DUMP through the chain and `tokenized` with cl100k, then `tokenized` with the tiny
-    tokenizer.json: the output root, each run's metadata by tokenizer kind, the first run's log."""
-    output = tmp_path_factory.mktemp("fineweb")
-    with dg.instance_for_test() as instance:
-        cl100k = run_tokenized(sample_source, output, tokenizers["tiktoken"], chain=True, instance=instance)
-        logs = [event.user_message for event in instance.all_logs(cl100k.run_id)]
-        hf = run_tokenized(sample_source, output, tokenizers["hf_json"], instance=instance)
+def published(sample_source, tokenized_sample, tmp_path_factory, tokenizers):
+    """The sample dumps through the chain and `tokenized` with cl100k (the session's run), then
+    DUMP's `tokenized` with the tiny tokenizer.json in a copy: the copy's root, each run's
+    metadata by tokenizer kind, the cl100k run's log."""
+    output = writable_copy(tokenized_sample.output, tmp_path_factory.mktemp("fineweb") / "output")
+    hf = run_tokenized(sample_source, output, tokenizers["hf_json"])
+    cl100k = tokenized_sample.results[DUMP]
+    logs = [event.user_message for event in tokenized_sample.instance.all_logs(cl100k.run_id)]
     return output, {"tiktoken": metadata(cl100k), "hf_json": metadata(hf)}, logs
 
 
@@ -223,7 +224,7 @@ def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, s
         sample_source, tmp_path, TokenizerResource(workers=1, batch_size=7), chain=True,
         extra_resources={"warehouse": DuckDBSteps(threads=1, memory_limit="1GiB")},
     )
-    published_files = tokenized_tree(output, CL100K)
+    published_files = tokenized_tree(output, CL100K, DUMP)
     assert len(published_files) == 3 * len(BUCKETS)
     assert tokenized_tree(tmp_path) == published_files
 
@@ -231,7 +232,7 @@ def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, s
 def test_rerun_replaces_the_files_with_identical_bytes(published, sample_source):
     output, _, _ = published
     before = tokenized_tree(output, CL100K)
-    written = {path: (output / path).stat().st_mtime_ns for path in before}
+    written = {path: (output / path).stat().st_mtime_ns for path in tokenized_tree(output, CL100K, DUMP)}
     run_tokenized(sample_source, output, TokenizerResource(workers=2))
     assert tokenized_tree(output, CL100K) == before
     rewritten = [(output / path).stat().st_mtime_ns > mtime for path, mtime in written.items()]
@@ -242,7 +243,7 @@ def test_rerun_replaces_the_files_with_identical_bytes(published, sample_source)
 def test_only_token_files_are_published_and_no_scratch_file_outlives_the_run(published):
     output, _, _ = published
     names = {Path(path).name for path in tokenized_tree(output)}
-    assert names == {f"{DUMP}.bin", f"{DUMP}.idx", f"{DUMP}.docs.parquet"}
+    assert names == {f"{dump}{suffix}" for dump in SAMPLE_DUMPS for suffix in (".bin", ".idx", ".docs.parquet")}
     assert staged_leftovers(output) == []
 
 
@@ -472,7 +473,7 @@ def test_blank_texts_are_dropped_counted_and_warned_about(tmp_path):
     ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
     blank_ids = {ids[row] for row in blanks}
 
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         result = run_tokenized(source, output, TokenizerResource(workers=1), chain=True, instance=instance)
         warnings = [
             e.user_message for e in instance.all_logs(result.run_id) if "whose text is empty" in e.user_message

@@ -4,13 +4,11 @@ import re
 
 import dagster as dg
 
-from fw_assets.bucketing.raw import raw
 from fw_assets.definitions import defs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import recipe_partitions
 from fw_assets.run_health import DUMP_TAG, RECIPE_TAG
-from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import materialize_dump, resources
+from fw_assets_tests.helpers import resources
 
 # `<dump>` outside a code span is an unknown HTML tag to the UI's markdown, and disappears.
 PLACEHOLDER_OUTSIDE_CODE = re.compile(r"<[a-z_]+>")
@@ -29,15 +27,14 @@ def test_asset_and_check_descriptions_keep_their_placeholders_in_code_spans():
     assert texts and not lost, f"markdown would drop these: {lost}"
 
 
-def test_a_run_names_its_dump_in_its_tags(sample_source, tmp_path):
-    with dg.instance_for_test() as instance:
-        result = materialize_dump(sample_source, tmp_path, SAMPLE_DUMPS[1], assets=[raw], instance=instance)
-        assert instance.get_run_by_id(result.run_id).tags[DUMP_TAG] == SAMPLE_DUMPS[1]
+def test_a_run_names_its_dump_in_its_tags(tokenized_sample):
+    for dump, result in tokenized_sample.results.items():
+        assert tokenized_sample.instance.get_run_by_id(result.run_id).tags[DUMP_TAG] == dump
 
 
 def test_a_recipe_run_names_its_recipe_not_a_dump(sample_source, tmp_path):
     recipe = recipe_partitions.get_partition_keys()[0]
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         # Nothing is tokenized under tmp_path, so the plan fails; the run still says whose it was.
         result = dg.materialize([mixture_plan], partition_key=recipe, instance=instance,
                                 resources=resources(sample_source, tmp_path), raise_on_error=False)
