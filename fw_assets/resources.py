@@ -38,8 +38,8 @@ class FineWebStorage(dg.ConfigurableResource):
 # Rows each thread gathers before writing its share of every PARTITION_BY folder. DuckDB's
 # default (524,288) holds ~2.7 GB of web pages per thread: peak memory grew with the dump, and a
 # 4M-document dump hit the memory limit and spilled (3.5x slower). At 2,048 the bucketed step
-# peaks at ~0.75 GB on two threads whatever the dump's size, writes row groups of ~2.5k-10k
-# documents and spends no more CPU (smaller buffers stay in cache). Evidence in BENCHMARKS.md.
+# peaks at ~0.75 GB on two threads whatever the dump's size and spends no more CPU (smaller
+# buffers stay in cache); row groups are bounded in `write_buckets.sql`. Evidence in BENCHMARKS.md.
 PARTITIONED_WRITE_FLUSH_ROWS = 2048
 
 

@@ -37,9 +37,9 @@ COPY (
 
 
 def bucket_write_options() -> str:
-    """ROW_GROUP_SIZE and COMPRESSION_LEVEL as `write_buckets.sql` sets them."""
+    """ROW_GROUP_SIZE, ROW_GROUP_SIZE_BYTES and COMPRESSION_LEVEL as `write_buckets.sql` sets them."""
     sql = load_sql("write_buckets")
-    found = re.findall(r"^\s*((?:ROW_GROUP_SIZE|COMPRESSION_LEVEL)\s+\d+)", sql, re.MULTILINE)
+    found = re.findall(r"^\s*((?:ROW_GROUP_SIZE(?:_BYTES)?|COMPRESSION_LEVEL)\s+\d+)", sql, re.MULTILINE)
     return "".join(f", {option}" for option in found)
 
 
