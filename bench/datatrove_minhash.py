@@ -61,7 +61,7 @@ def datatrove_pipelines(data: Path, work: Path, tasks: int, same_ngrams: bool = 
         words = WhitespaceWords()
 
     def reader():
-        return ParquetReader(str(data), recursive=True, text_key="text", id_key="id")
+        return ParquetReader(str(data), recursive=True, text_key="text", id_key="id", read_metadata=False)
 
     kept = ParquetWriter(str(work / "kept"), adapter=_id_only)  # writing the texts again is no decision
     return [
