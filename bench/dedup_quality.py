@@ -44,39 +44,20 @@ def caught_share(pairs: Sequence[tuple[str, str]], kept: Iterable[str]) -> float
 def datatrove_kept_ids(
     root: Path, work: Path, tasks: int = 1, workers: int = 1
 ) -> tuple[set[str], list[float]]:
-    """Ids datatrove's four MinHash stages keep, over every row under `root/data` taken together
-    (`tasks` reader tasks in the signature and filter stages, `workers` processes in each stage),
-    and each stage's wall seconds."""
+    """Ids datatrove's four MinHash stages (its defaults) keep, over every row under `root/data`
+    taken together (`workers` processes in each stage), and each stage's wall seconds."""
     from datatrove.executor import LocalPipelineExecutor
-    from datatrove.pipeline.dedup.minhash import (
-        MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature,
-    )
-    from datatrove.pipeline.readers import ParquetReader
-    from datatrove.pipeline.writers import ParquetWriter
 
-    config = MinhashConfig()
+    from bench.datatrove_minhash import datatrove_pipelines, kept_ids
 
-    def reader():
-        return ParquetReader(str(root / "data"), recursive=True, text_key="text", id_key="id")
-
-    stages = [
-        ([reader(), MinhashDedupSignature(str(work / "sigs"), config=config)], tasks),
-        (
-            [MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)],
-            config.num_buckets,
-        ),
-        ([MinhashDedupCluster(str(work / "buckets"), str(work / "remove"), config=config)], 1),
-        ([reader(), MinhashDedupFilter(str(work / "remove")), ParquetWriter(str(work / "kept"))], tasks),
-    ]
     seconds = []
-    for i, (pipeline, stage_tasks) in enumerate(stages):
+    for i, (pipeline, stage_tasks) in enumerate(datatrove_pipelines(root / "data", work, tasks)):
         began = time.perf_counter()
         LocalPipelineExecutor(
             pipeline, tasks=stage_tasks, workers=min(workers, stage_tasks), logging_dir=str(work / f"logs{i}")
         ).run()
         seconds.append(time.perf_counter() - began)
-    kept = pq.read_table(work / "kept")["id"].to_pylist()
-    return set(kept), seconds
+    return kept_ids(work), seconds
 
 
 def main(argv: list[str] | None = None) -> None:
