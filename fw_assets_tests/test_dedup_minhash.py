@@ -9,7 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, write_minhash_file
+from fw_assets.dedup.minhash_file import (
+    FINGERPRINT_KEY,
+    MinhashFileError,
+    check_minhash_file,
+    write_minhash_file,
+)
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.shingles import normalise, words
 from fw_assets.synthetic.generator import sample_table
@@ -40,12 +45,14 @@ def test_normalisation_folds_case_punctuation_digits_accents_and_whitespace():
 
 def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
     other = "a different text about oceans and rivers"
-    write_bucketed(tmp_path / "in.parquet", [BASE, *VARIANTS, "four words only here", "", other])
+    texts = [BASE, *VARIANTS, "four words only here", "", other]
+    write_bucketed(tmp_path / "in.parquet", texts)
     sources = [("3.0", tmp_path / "in.parquet")]
     summary = write_minhash_file(
         duckdb.connect(), sources, tmp_path / "m.parquet", DUMP, MINHASH_POLICY
     )
     table = pq.read_table(tmp_path / "m.parquet")
+    assert table["text_start"].to_pylist() == [t[:80] for t in texts]  # characters, not bytes
     assert (summary.documents, summary.without_shingles) == (7, 2)
     keys, signatures = table["band_keys"].to_pylist(), table["signature"].to_pylist()
     assert all(k == keys[0] and s == signatures[0] for k, s in zip(keys[1:4], signatures[1:4]))
@@ -71,6 +78,12 @@ def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(
     for other in (MinhashPolicy(bands=14, rows=8), MinhashPolicy(ngram=4), MinhashPolicy(seed=5)):
         with pytest.raises(MinhashFileError, match="written with MinHash policy"):
             check_minhash_file(tmp_path / "m.parquet", other, DUMP)
+    # A file of an older version of the minhash file (without text starts) is named the same way.
+    old = pq.read_table(tmp_path / "m.parquet").drop_columns(["text_start"])
+    old_metadata = {**old.schema.metadata, FINGERPRINT_KEY: b"0123456789ab"}
+    pq.write_table(old.replace_schema_metadata(old_metadata), tmp_path / "old.parquet")
+    with pytest.raises(MinhashFileError, match=r"old\.parquet: written with MinHash policy 0123456789ab.*re-mat"):
+        check_minhash_file(tmp_path / "old.parquet", MINHASH_POLICY, DUMP)
     expected = "holds the minhash of 'CC-MAIN-2013-20', expected 'CC-MAIN-2013-48'"
     with pytest.raises(MinhashFileError, match=expected):
         check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, "CC-MAIN-2013-48")

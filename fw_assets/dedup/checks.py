@@ -47,7 +47,6 @@ _PROBLEMS = {
     "pointer_dropped": "drops pointing at a document of this dump that is dropped as well",
 }
 EXAMPLE_PAIRS = 10
-TEXT_START_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -137,10 +136,10 @@ def example_pairs(
     con: duckdb.DuckDBPyConnection,
     dump: str,
     decisions: Path,
-    bucketed_of: Mapping[str, Sequence[Path]],
+    minhash_files: Mapping[str, Path],
 ) -> str:
-    """A markdown table of example drops: ids, dumps, similarity, the start of both texts.
-    `bucketed_of` gives each dump's bucketed files (this dump's and the earlier ones named)."""
+    """A markdown table of example drops: ids, dumps, similarity, the start of both texts, read
+    from the minhash files (`minhash_files`: dump -> file, this dump's and the earlier ones')."""
     pairs = con.execute(
         load_sql("dedup_example_pairs"), {"decisions": str(decisions), "dump": dump, "limit": EXAMPLE_PAIRS}
     ).fetchall()
@@ -150,7 +149,8 @@ def example_pairs(
     starts = {
         (source_dump, doc): start
         for source_dump, ids in wanted.items()
-        for doc, start in _text_starts(bucketed_of.get(source_dump, ()), ids).items()
+        if source_dump in minhash_files
+        for doc, start in _text_starts(minhash_files[source_dump], ids).items()
     }
     rows = [
         (
@@ -163,23 +163,17 @@ def example_pairs(
     return table(header, rows)
 
 
-def _text_starts(files: Sequence[Path], ids: set[str]) -> dict[str, str]:
-    """The first characters of the texts of `ids` in `files`, decoding only the texts of the row
-    groups that hold them (DuckDB's scan filtered on id decoded every text of the dump)."""
+def _text_starts(minhash_file: Path, ids: set[str]) -> dict[str, str]:
+    """The text starts of `ids` in a minhash file, from the row groups that hold them only."""
     wanted = pa.array(sorted(ids), pa.string())
-    starts = {}
-    for path in files:
-        parquet = pq.ParquetFile(path)
-        groups = [
-            g for g in range(parquet.num_row_groups)
-            if pc.any(pc.is_in(parquet.read_row_group(g, ["id"]).column("id"), wanted)).as_py()
-        ]
-        if groups:
-            rows = parquet.read_row_groups(groups, ["id", "text"])
-            rows = rows.filter(pc.is_in(rows.column("id"), wanted))
-            texts = pc.utf8_slice_codeunits(rows.column("text"), 0, TEXT_START_CHARS)
-            starts |= dict(zip(rows.column("id").to_pylist(), texts.to_pylist()))
-    return starts
+    parquet = pq.ParquetFile(minhash_file)
+    groups = [
+        g for g in range(parquet.num_row_groups)
+        if pc.any(pc.is_in(parquet.read_row_group(g, ["id"]).column("id"), wanted)).as_py()
+    ]
+    rows = parquet.read_row_groups(groups, ["id", "text_start"])
+    rows = rows.filter(pc.is_in(rows.column("id"), wanted))
+    return dict(zip(rows.column("id").to_pylist(), rows.column("text_start").to_pylist()))
 
 
 def _code(value: str) -> str:

@@ -28,7 +28,6 @@ from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_file import MinhashFileError
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.layout import (
-    bucketed_files,
     dedup_path,
     generation_record_path,
     minhash_path,
@@ -41,7 +40,6 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP, dump_partitions
-from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
@@ -93,8 +91,7 @@ def deduplicated(
         decide_seconds = time.monotonic() - started
         outcomes = check_decisions(con, dump, staged, inputs.bucketed, inputs.minhash, MINHASH_POLICY)
         report = ContractReport(dump, "deduplicated", outcomes)
-        texts = {d: _bucketed_paths(storage, d) for d in inputs.earlier()} | {dump: inputs.bucketed}
-        metadata = _metadata(con, dump, staged, texts, summary, len(inputs.earlier()))
+        metadata = _metadata(con, dump, staged, inputs.minhash, summary, len(inputs.earlier()))
         yield from report.refuse_if_blocked()
         staging.publish({dedup_path(root, dump): staged}, inputs.record_contents())
     seconds = time.monotonic() - started
@@ -155,16 +152,11 @@ def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInput
         )
 
 
-def _bucketed_paths(storage: FineWebStorage, dump: str) -> list[Path]:
-    """An earlier dump's bucketed files, for the texts of example pairs only (not reconciled)."""
-    return [p for paths in bucketed_files(storage.output_root, dump, SEED_POLICY).values() for p in paths]
-
-
 def _metadata(
     con: duckdb.DuckDBPyConnection,
     dump: str,
     decisions: Path,
-    bucketed_of: dict[str, list[Path]],
+    minhash_files: dict[str, Path],
     summary: DecisionSummary,
     earlier_dumps: int,
 ) -> dict:
@@ -193,5 +185,5 @@ def _metadata(
         )
     )
     metadata["similarity_of_drops"] = dg.MetadataValue.md(similarity_histogram(con, decisions))
-    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, bucketed_of))
+    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, minhash_files))
     return metadata

@@ -1,10 +1,12 @@
 """The `minhash` file of a dump: each bucketed document's band keys and b-bit signature.
 
 Columns `id`, `bucket`, `score`, `band_keys` (one uint64 per band, null for a document with
-fewer words than the n-gram) and `signature` (the low bits of every hash, for verifying
-candidates: 224 bytes a document at 112 x 16 bits, against 896 for the full 64-bit hashes). The
-policy's signature fingerprint and the dump are in the parquet key-value metadata, so a file
-from another policy is refused by name instead of silently mixing signatures.
+fewer words than the n-gram), `signature` (the low bits of every hash, for verifying
+candidates: 224 bytes a document at 112 x 16 bits, against 896 for the full 64-bit hashes) and
+`text_start` (the text's first 80 characters, shown beside the decisions' example pairs without
+decoding any dump's texts again). The policy's signature fingerprint (which covers the file's
+columns) and the dump are in the parquet key-value metadata, so a file from another policy or an
+older version of this module is refused by name instead of silently mixing signatures.
 
 Beside it, `<dump>.keys.parquet` holds the band keys sorted by key, for the dumps decided later
 (fw_assets.dedup.sorted_keys); both files carry the same metadata and are checked together.
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import duckdb
@@ -34,6 +37,7 @@ from fw_assets.layout import sorted_keys_path
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
 DUMP_KEY = b"fw_assets.minhash.dump"
 ROW_GROUP_ROWS = 65_536
+TEXT_START_CHARS = 80
 
 
 class MinhashFileError(ValueError):
@@ -49,6 +53,7 @@ def minhash_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
             ("score", pa.float64()),
             ("band_keys", pa.list_(pa.uint64())),
             ("signature", pa.binary(signature_bytes)),
+            ("text_start", pa.string()),
         ],
         metadata={
             FINGERPRINT_KEY: policy.signature_fingerprint().encode(),
@@ -133,6 +138,7 @@ def _signed_batch(
             rows.column("score"),
             key_lists,
             signature,
+            pc.utf8_slice_codeunits(rows.column("text"), 0, TEXT_START_CHARS),
         ],
         schema=schema,
     )
@@ -167,15 +173,17 @@ def _check_file(path: Path, expected: pa.Schema, policy: MinhashPolicy, dump: st
     except (OSError, pa.ArrowException) as error:
         message = f"{path}: not a readable minhash file ({error}); re-materialize its minhash"
         raise MinhashFileError(message) from error
-    if not schema.equals(expected):
-        raise MinhashFileError(f"{path}: columns {schema} differ from a minhash file's {expected}")
+    # The fingerprint first: it covers the columns, so an older file's missing column is named as
+    # what it is, another policy or file version, with the way out.
     found = metadata.get(FINGERPRINT_KEY, b"none").decode()
     if found != policy.signature_fingerprint():
         raise MinhashFileError(
-            f"{path}: written with MinHash policy {found}, "
+            f"{path}: written with MinHash policy {found} (parameters and file version), "
             f"this run uses {policy.signature_fingerprint()};"
             " re-materialize its dump's minhash with the current policy"
         )
+    if not schema.equals(expected):
+        raise MinhashFileError(f"{path}: columns {schema} differ from a minhash file's {expected}")
     found_dump = metadata.get(DUMP_KEY, b"").decode()
     if found_dump != dump:
         raise MinhashFileError(f"{path}: holds the minhash of {found_dump!r}, expected {dump!r}")

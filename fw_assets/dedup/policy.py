@@ -22,6 +22,9 @@ class Scope(StrEnum):
 # Version of the text normalisation and shingle/band hashing in fw_assets.dedup; bump it when
 # either changes, so files written before are refused as "another policy".
 SHINGLING_VERSION = 1
+# Version of the `minhash` file's columns (fw_assets.dedup.minhash_file); bump it when they change,
+# so that files written before are refused by the same fingerprint check. 2: `text_start` added.
+MINHASH_FILE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class MinhashPolicy:
         spec = {
             "ngram": self.ngram, "bands": self.bands, "rows": self.rows, "seed": self.seed,
             "signature_bits": self.signature_bits, "shingling": SHINGLING_VERSION,
+            "file": MINHASH_FILE_VERSION,
         }
         return _short_hash(spec)
 
