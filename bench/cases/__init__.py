@@ -4,7 +4,9 @@ measures it as a whole process: start-up, wall time and the peak memory of its p
 Every case prints one last line `BENCH {json}` with what it did (rows, tokens, ...).
 """
 
+import argparse
 import json
+from pathlib import Path
 
 RESULT_PREFIX = "BENCH "
 
@@ -12,3 +14,14 @@ RESULT_PREFIX = "BENCH "
 def report(**facts) -> None:
     """The case's result line, read by the harness."""
     print(RESULT_PREFIX + json.dumps(facts), flush=True)
+
+
+def mixture_case_parser() -> argparse.ArgumentParser:
+    """The arguments both mixture cases take: where the token files are, the recipe, where the
+    cache goes and the dumps planned over."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("output_root", type=Path)
+    parser.add_argument("recipe", type=Path)
+    parser.add_argument("cache_dir", type=Path)
+    parser.add_argument("dumps", nargs="+")
+    return parser

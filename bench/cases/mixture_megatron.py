@@ -4,22 +4,16 @@ builder thread), for the same recipe: what rank 0 does at the start of training.
     python -m bench.cases.mixture_megatron OUTPUT_ROOT RECIPE CACHE_DIR DUMP...
 """
 
-import argparse
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
-from bench.cases import report
+from bench.cases import mixture_case_parser, report
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("output_root", type=Path)
-    parser.add_argument("recipe", type=Path)
-    parser.add_argument("cache_dir", type=Path)
-    parser.add_argument("dumps", nargs="+")
+    parser = mixture_case_parser()
     args = parser.parse_args()
     stage = plan_mixture(load_recipe(args.recipe), args.output_root, args.dumps).stages[0]
 

@@ -3,22 +3,16 @@
     python -m bench.cases.mixture_ours OUTPUT_ROOT RECIPE CACHE_DIR DUMP... [--workers N]
 """
 
-import argparse
 import time
-from pathlib import Path
 
-from bench.cases import report
+from bench.cases import mixture_case_parser, report
 from fw_assets.mixtures.cache import write_stage_cache
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("output_root", type=Path)
-    parser.add_argument("recipe", type=Path)
-    parser.add_argument("cache_dir", type=Path)
-    parser.add_argument("dumps", nargs="+")
+    parser = mixture_case_parser()
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     started = time.perf_counter()
