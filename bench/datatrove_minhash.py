@@ -9,6 +9,7 @@ the words are the same is measured, not assumed:
 prints, per Unicode category, the characters that split a word in one and not in the other.
 """
 
+import argparse
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -89,9 +90,14 @@ def texts_whose_words_differ(texts: Sequence[str]) -> list[int]:
     return differ
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Each assigned code point below U+20000 between two letters ("ab?cd"), counted per category
     where the two normalisations split it differently."""
+    argparse.ArgumentParser(
+        prog="python -m bench.datatrove_minhash",
+        description="Print, per Unicode category, the characters that split a word in datatrove's "
+        "normalisation and not in fw_assets' (or the reverse); takes no arguments.",
+    ).parse_args(argv)
     by_category: dict[str, list[str]] = {}
     for code in range(0x20000):
         category = unicodedata.category(chr(code))
