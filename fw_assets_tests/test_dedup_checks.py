@@ -178,3 +178,38 @@ def test_each_rule_of_the_token_reconciliation_fails_a_tampered_sidecar(tokenize
     assert message.startswith(f"Dump {LATE} failed the tokenized contract; nothing was published")
     line = line_of(message, rule)
     assert f"file {sidecars[bucket].name}" in line and f"bucket {bucket}: 1 row: " in line and broken in line
+
+
+# --- tokenized refuses decisions of another bucketed generation ---------------------------------
+
+
+def generation(output: Path, stage: str, dump: str) -> str:
+    return json.loads(generation_record_path(output, publication_name(stage, dump)).read_text())["generation"]
+
+
+def test_tokenized_refuses_decisions_older_than_the_published_bucketed(sample_source, tokenized_sample, tmp_path):
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    decided_from = generation(output, "bucketed", EARLY)
+    materialize_dump(sample_source, output, EARLY, assets=[bucketed])  # re-published after dedup
+    current = generation(output, "bucketed", EARLY)
+    before = published_tree(output)
+    tokenizer = {"tokenizer": TokenizerResource(workers=1)}
+
+    result = materialize_dump(
+        sample_source, output, EARLY, assets=[tokenized], raise_on_error=False, extra_resources=tokenizer
+    )
+    assert not result.success
+    message = result.get_step_failure_events()[0].step_failure_data.error.message
+    for expected in (f"Dump {EARLY}", decided_from, current, "Materialize `minhash` and `deduplicated`",
+                     "nothing was published"):
+        assert expected in message
+    assert published_tree(output) == before
+
+    # once a new minhash stands, the old decisions cannot be traced at all: re-decide only
+    materialize_dump(sample_source, output, EARLY, assets=[minhash])
+    result = materialize_dump(
+        sample_source, output, EARLY, assets=[tokenized], raise_on_error=False, extra_resources=tokenizer
+    )
+    message = result.get_step_failure_events()[0].step_failure_data.error.message
+    assert "no longer published" in message and "Materialize `deduplicated` for this dump" in message
+    materialize_dump(sample_source, output, EARLY, assets=[deduplicated, tokenized], extra_resources=tokenizer)
