@@ -101,7 +101,9 @@ ALSO_BROKEN = {"pointer_not_earlier": {"pointer_unknown"}}
 
 
 @pytest.mark.parametrize("rule", DECISION_TAMPERS)
-def test_each_rule_of_the_decisions_reconciliation_fails_a_tampered_file(tokenized_sample, con, tmp_path, rule):
+def test_each_rule_of_the_decisions_reconciliation_fails_a_tampered_file(
+    tokenized_sample, con, tmp_path, rule
+):
     output = tokenized_sample.output
     table = pq.read_table(dedup_path(output, LATE))
     rows = table.to_pylist()
@@ -160,13 +162,16 @@ SIDECAR_TAMPERS = {"kept_not_tokenized": without_a_document, "tokenized_not_kept
 
 
 @pytest.mark.parametrize("rule", SIDECAR_TAMPERS)
-def test_each_rule_of_the_token_reconciliation_fails_a_tampered_sidecar(tokenized_sample, con, tmp_path, rule):
+def test_each_rule_of_the_token_reconciliation_fails_a_tampered_sidecar(
+    tokenized_sample, con, tmp_path, rule
+):
     output = tokenized_sample.output
     decisions = dedup_path(output, LATE)
     sidecars = {b: docs_path(token_prefix(output, CL100K, b, LATE)) for b in BUCKETS}
     bucket = "3.0"
     table = pq.read_table(sidecars[bucket])
-    dropped = [r["id"] for r in pq.read_table(decisions).to_pylist() if r["bucket"] == bucket and not r["keep"]]
+    decided = pq.read_table(decisions).to_pylist()
+    dropped = [r["id"] for r in decided if r["bucket"] == bucket and not r["keep"]]
     assert dropped, "the bucket holds near-duplicates the decisions drop"
     docs, broken = SIDECAR_TAMPERS[rule](table.to_pylist(), dropped)
     sidecars[bucket] = tmp_path / sidecars[bucket].name
@@ -187,7 +192,9 @@ def generation(output: Path, stage: str, dump: str) -> str:
     return json.loads(generation_record_path(output, publication_name(stage, dump)).read_text())["generation"]
 
 
-def test_tokenized_refuses_decisions_older_than_the_published_bucketed(sample_source, tokenized_sample, tmp_path):
+def test_tokenized_refuses_decisions_older_than_the_published_bucketed(
+    sample_source, tokenized_sample, tmp_path
+):
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
     decided_from = generation(output, "bucketed", EARLY)
     materialize_dump(sample_source, output, EARLY, assets=[bucketed])  # re-published after dedup
@@ -212,4 +219,7 @@ def test_tokenized_refuses_decisions_older_than_the_published_bucketed(sample_so
     )
     message = result.get_step_failure_events()[0].step_failure_data.error.message
     assert "no longer published" in message and "Materialize `deduplicated` for this dump" in message
-    materialize_dump(sample_source, output, EARLY, assets=[deduplicated, tokenized], extra_resources=tokenizer)
+    redone = materialize_dump(
+        sample_source, output, EARLY, assets=[deduplicated, tokenized], extra_resources=tokenizer
+    )
+    assert redone.success
