@@ -1,6 +1,7 @@
 -- Example drops for the UI: the first by id among the drops within the dump and against the one
 -- earlier dump most drops point at (ties: the latest), with what they duplicate. One earlier dump
--- at most: showing texts reads that dump's bucketed files, and dump 110 has 109 earlier ones.
+-- at most: the texts shown come from the row groups of that dump's minhash file (its text_start)
+-- holding the shown ids, and dump 110 has 109 earlier ones.
 --
 --   $decisions  a decision file;  $dump  its dump;  $limit  how many
 WITH drops AS (

@@ -1,5 +1,6 @@
 """CLI: `python -m fw_assets.dedup explain ID [ID ...] [--output DIR]`: why a document was kept
-or dropped (its dump, its match and that one's dump, the bands they share, the similarity)."""
+or dropped (its dump, its match and that one's dump, the bands they share, the similarity), one
+line per dump whose decision file holds it."""
 
 import argparse
 import sys
@@ -29,11 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = 0
     with duckdb.connect(":memory:") as con:
         for doc_id in args.ids:
-            why = explain(con, doc_id, decisions, lambda dump: minhash_path(args.output, dump))
-            if why is None:
+            found = explain(con, doc_id, decisions, lambda dump: minhash_path(args.output, dump))
+            if not found:
                 unknown += 1
                 print(f"{doc_id}: in no decision file of {len(decisions)} dump(s) under {args.output}")
-            else:
+            for why in found:  # an id in several dumps: each dump's decision, in crawl order
                 print(why.describe())
     return 1 if unknown else 0
 

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.dedup.policy import MinhashPolicy
+from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.lib.markdown import table
 from fw_assets.lib.sql import load_sql
 
@@ -33,7 +33,8 @@ DEDUP_RECONCILIATION = ContractCheck(
 DROP_SHARE = ContractCheck(
     "drop_share",
     "Per bucket, the share of documents dropped as near-duplicates stays under the policy's "
-    "warning share (30 %): more suggests a wrong input or a repeated dump.",
+    f"warning share ({MINHASH_POLICY.drop_share_warning:.0%}): more suggests a wrong input or a "
+    "repeated dump.",
     blocking=False,
 )
 DEDUP_CHECKS = (DEDUP_RECONCILIATION, DROP_SHARE)
@@ -103,7 +104,7 @@ def _reconciliation(
     finally:
         con.unregister("pointed_files")
     violations = [
-        Violation(rule, "id", n, f"{count_rows(n)}: {_PROBLEMS[rule]}", examples=tuple(examples))
+        Violation(rule, "id", n, f"{count_rows(n)}: {_PROBLEMS[rule]} ({rule})", examples=tuple(examples))
         for rule, n, examples in rows
     ]
     return DEDUP_RECONCILIATION.outcome(violations, {"decisions_checked": str(decisions.name)})

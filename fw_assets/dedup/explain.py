@@ -21,16 +21,26 @@ class Explanation:
     shared_bands: tuple[int, ...]  # empty when it was dropped only through its cluster
 
     def describe(self) -> str:
+        where = f"{self.id} ({self.dump}, bucket {self.bucket})"
         if self.keep:
-            return f"{self.id} ({self.dump}, bucket {self.bucket}) is kept."
-        how = (
-            f"they share band(s) {', '.join(map(str, self.shared_bands))}" if self.shared_bands
-            else "they share no band: it was dropped with its cluster, which matched"
-        )
+            return f"{where} is kept."
         return (
-            f"{self.id} ({self.dump}, bucket {self.bucket}) is dropped as a near-duplicate of "
-            f"{self.duplicate_of} ({self.duplicate_of_dump}); {how}; "
-            f"estimated Jaccard {self.similarity:.3f}."
+            f"{where} is dropped as a near-duplicate of {self.duplicate_of} ({self.duplicate_of_dump}); "
+            f"{self._how()}; estimated Jaccard {self.similarity:.3f}."
+        )
+
+    def _how(self) -> str:
+        if self.shared_bands:
+            return f"they share band(s) {', '.join(map(str, self.shared_bands))}"
+        if self.duplicate_of_dump == self.dump:
+            return (
+                "they share no band themselves: other documents of this dump link them into one "
+                "near-duplicate cluster, which keeps that one"
+            )
+        return (
+            "they share no band themselves: another document of its cluster in this dump matched "
+            "that earlier document (its cluster's best match), and the earliest crawl wins, so the "
+            "whole cluster is dropped"
         )
 
 
@@ -39,25 +49,26 @@ def explain(
     doc_id: str,
     decisions: Mapping[str, Path],
     minhash_of: Callable[[str], Path],
-) -> Explanation | None:
-    """The decision about `doc_id` from the dumps' decision files (dump -> path) and their minhash
-    files (`minhash_of(dump)`); None if no decision file holds it."""
+) -> list[Explanation]:
+    """Every decision about `doc_id` in the dumps' decision files (dump -> path), in crawl order,
+    with the bands shared with its match read from the minhash files (`minhash_of(dump)`); empty
+    if no decision file holds it."""
     dump_of = {str(path): dump for dump, path in decisions.items()}
     rows = con.execute(
         load_sql("dedup_explain_decision"), {"files": list(dump_of), "id": doc_id}
     ).fetchall()
-    if not rows:
-        return None
-    filename, bucket, keep, duplicate_of, duplicate_of_dump, similarity = rows[0]
-    dump = dump_of[filename]
-    shared: tuple[int, ...] = ()
-    if not keep:
-        own = _band_keys(con, minhash_of(dump), doc_id)
-        other = _band_keys(con, minhash_of(duplicate_of_dump), duplicate_of)
-        shared = tuple(i for i, (a, b) in enumerate(zip(own, other)) if a == b)
-    return Explanation(
-        doc_id, dump, bucket, keep, duplicate_of, duplicate_of_dump, similarity, shared
-    )
+    explanations = []
+    for filename, bucket, keep, duplicate_of, duplicate_of_dump, similarity in rows:
+        dump = dump_of[filename]
+        shared: tuple[int, ...] = ()
+        if not keep:
+            own = _band_keys(con, minhash_of(dump), doc_id)
+            other = _band_keys(con, minhash_of(duplicate_of_dump), duplicate_of)
+            shared = tuple(i for i, (a, b) in enumerate(zip(own, other)) if a == b)
+        explanations.append(Explanation(
+            doc_id, dump, bucket, keep, duplicate_of, duplicate_of_dump, similarity, shared
+        ))
+    return sorted(explanations, key=lambda e: e.dump)  # dump keys sort in crawl order
 
 
 def _band_keys(con: duckdb.DuckDBPyConnection, path: Path, doc_id: str) -> list[int]:

@@ -58,7 +58,7 @@ def check_tokenized(
         unexplained = {"kept_not_tokenized": missing - blank.get(bucket, 0), "tokenized_not_kept": extra}
         for rule, n in unexplained.items():
             if n:
-                problem = f"bucket {bucket}: {count_rows(n)}: {_PROBLEMS[rule]}"
+                problem = f"bucket {bucket}: {count_rows(n)}: {_PROBLEMS[rule]} ({rule})"
                 where = docs.name if docs else None
                 violations.append(Violation(rule, "id", n, problem, where, examples.get(rule, ())))
     return TOKENIZED_RECONCILIATION.outcome(violations, figures)

@@ -154,6 +154,7 @@ def _bucket_inputs(
             f"{generation_record_path(root, publication_name('dedup', dump))}). Materialize `deduplicated` "
             "for this dump first; nothing was published."
         )
+    _require_decisions_of(root, dump, record, dedup_record)
     decisions = dedup_path(root, dump)
     kept = kept_per_bucket(decisions)
     buckets = []
@@ -163,6 +164,34 @@ def _bucket_inputs(
             prefix.parent.mkdir(parents=True)
             buckets.append(BucketInput(bucket, paths, kept[bucket], prefix, decisions))
     return buckets
+
+
+def _require_decisions_of(root: Path, dump: str, bucketed_record: dict, dedup_record: dict) -> None:
+    """Refuse decisions that do not trace back to the published bucketed generation (decisions ->
+    the dump's minhash generation -> the bucketed generation it signed): ids bucketed since would
+    be left out without a word."""
+    with published_generation(root, publication_name("minhash", dump), dump) as minhash_record:
+        pass  # the record only: tokenized reads no minhash file
+    current = bucketed_record["generation"]
+    decided_from = dedup_record["contents"].get("minhash_generations", {}).get(dump)
+    signed_from = (minhash_record or {}).get("contents", {}).get("bucketed_generation")
+    if minhash_record is None or minhash_record["generation"] != decided_from:
+        now = minhash_record["generation"] if minhash_record else "none"
+        traced = (
+            f"were decided from minhash generation {decided_from}, no longer published (now: {now}), "
+            "so which bucketed generation they cover is unknown"
+        )
+    elif signed_from != current:
+        traced = f"cover bucketed generation {signed_from} (through minhash generation {decided_from})"
+    else:
+        return
+    stale = ["minhash", "deduplicated"] if signed_from != current else ["deduplicated"]
+    raise dg.Failure(
+        f"Dump {dump}: its dedup decisions (generation {dedup_record['generation']}) {traced}, but the "
+        f"published bucketed is generation {current}: documents bucketed since would be left out "
+        f"unseen. Materialize {' and '.join(f'`{a}`' for a in stale)} for this dump again, then "
+        "`tokenized`; nothing was published."
+    )
 
 
 def _moves(
