@@ -18,6 +18,7 @@ from fw_assets.dedup.minhash_file import MinhashFileError, write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
 from fw_assets.layout import sorted_keys_path
 from fw_assets.synthetic.generator import write_sample_dumps
+from fw_assets_tests.helpers import damage_first_page
 
 ROWS = 2_000  # per dump
 # Planted copies have word 5-gram Jaccard 0.8-0.9 with their template: 16 x 7 bands make such a
@@ -190,30 +191,32 @@ def keys_files(source: Path, target: Path) -> list[tuple[Path, Path]]:
     return [(sorted_keys_path(source), sorted_keys_path(target))]
 
 
-def damaged_sorted_keys(source: Path, target: Path) -> Path:
-    """A copy of a minhash file whose sorted keys file has an intact footer but garbage in its
-    first pages."""
-    shutil.copy(source, target)
-    data = bytearray(sorted_keys_path(source).read_bytes())
-    chunk = pq.read_metadata(sorted_keys_path(source)).row_group(0).column(0)
-    start = chunk.data_page_offset + 64
-    data[start : start + 256] = bytes(range(256))
-    sorted_keys_path(target).write_bytes(bytes(data))
-    return target
-
-
-@pytest.mark.parametrize("damage", ["truncated", "pages", "other_policy"])
-def test_a_bad_earlier_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage):
+@pytest.mark.parametrize(
+    ("damage", "dump"),
+    [
+        ("truncated", DUMPS[0]),
+        ("key_pages", DUMPS[0]),
+        ("signature_pages", DUMPS[0]),
+        ("signature_pages", DUMPS[1]),  # the dump's own file: DuckDB reads it without checksums
+        ("score_pages", DUMPS[1]),
+        ("other_policy", DUMPS[0]),
+    ],
+)
+def test_a_bad_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage, dump):
+    """Damaged pages (footer, sizes and page headers intact) are found by their checksums."""
     files = dict(minhash)
-    bad = tmp_path / f"{DUMPS[0]}.parquet"
+    bad = tmp_path / f"{dump}.parquet"
+    for source, target in ((minhash[dump], bad), *keys_files(minhash[dump], bad)):
+        shutil.copy(source, target)
     if damage == "truncated":
-        bad.write_bytes(minhash[DUMPS[0]].read_bytes()[:-100])
-        shutil.copy(sorted_keys_path(minhash[DUMPS[0]]), sorted_keys_path(bad))
-    elif damage == "pages":
-        damaged_sorted_keys(minhash[DUMPS[0]], bad)
+        bad.write_bytes(minhash[dump].read_bytes()[:-100])
+    elif damage == "key_pages":
+        damage_first_page(sorted_keys_path(bad), "key")
+    elif damage.endswith("_pages"):
+        damage_first_page(bad, damage.removesuffix("_pages"))
     else:
-        bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[DUMPS[0]]
-    files[DUMPS[0]] = bad
+        bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[dump]
+    files[dump] = bad
     with pytest.raises(MinhashFileError, match=re.escape(str(bad))):
         decide(files, tmp_path / "dedup", order=[DUMPS[1]])
     assert not (tmp_path / "dedup" / f"{DUMPS[1]}.parquet").exists()

@@ -11,7 +11,8 @@ processed in nor on the thread count:
    at it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,10 +86,13 @@ def decide_dump(
         if earlier_dump >= dump:
             raise ValueError(f"{path}: dump {earlier_dump} is not earlier than {dump}")
         check_minhash_file(path, policy, earlier_dump)
-    con.execute(load_sql("dedup_current_documents"), {"path": str(minhash_path)})
+    with _named_if_unreadable(minhash_path, dump):
+        current = CurrentDump.read(minhash_path, policy)
+    con.register("current_minhash", current.rows)
+    con.execute(load_sql("dedup_current_documents"))
+    con.unregister("current_minhash")
     edges, best = [], {}
     if policy.scope is not Scope.OFF:
-        current = CurrentDump.read(minhash_path, policy)
         edges = _verified_within(current, policy)
         best = _best_earlier_matches(current, earlier, policy) if earlier else {}
     drops = _drops(con, dump, edges, best, policy)
@@ -96,7 +100,8 @@ def decide_dump(
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
     con.unregister("drops")
     against_earlier = sum(1 for d in drops if d["duplicate_of_dump"] != dump)
-    documents = con.execute("SELECT count(*) FROM current_documents").fetchone()[0]
+    # Fetched to the end: DuckDB refuses `register` while a connection has an unfinished result.
+    ((documents,),) = con.execute("SELECT count(*) FROM current_documents").fetchall()
     return DecisionSummary(documents, len(drops) - against_earlier, against_earlier)
 
 
@@ -115,19 +120,23 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
 
 @dataclass(frozen=True)
 class CurrentDump:
-    """What matching against earlier dumps needs of the dump being decided, in memory: its ids
-    and signatures in minhash-file order and its sorted band keys."""
+    """What deciding needs of the dump being decided, in memory: its minhash rows (id, bucket,
+    score, signature), its ids and signatures in minhash-file order and its sorted band keys.
+    The rows are read once with their page checksums verified and handed to DuckDB, whose parquet
+    reader does not verify them."""
 
+    rows: pa.Table
     ids: pa.Array
     signatures: np.ndarray
     keys: tuple[np.ndarray, np.ndarray]
 
     @classmethod
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
-        table = pq.read_table(minhash_path, columns=["id", "signature"])
-        signatures = _signatures(table.column("signature").combine_chunks(), policy)
+        columns = ["id", "bucket", "score", "signature"]
+        rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True).combine_chunks()
+        signatures = _signatures(rows.column("signature").combine_chunks(), policy)
         keys = read_sorted_keys(sorted_keys_path(minhash_path))
-        return cls(table.column("id").combine_chunks(), signatures, keys)
+        return cls(rows, rows.column("id").combine_chunks(), signatures, keys)
 
 
 def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[str, str]]:
@@ -161,11 +170,8 @@ def _best_earlier_matches(
     the verified pairs of all of them ranked at once)."""
     pairs, signatures = [], []
     for rank, (earlier_dump, path) in enumerate(earlier):
-        try:
+        with _named_if_unreadable(path, earlier_dump):
             verified, other_signatures = _verified_earlier(current, path, rank, policy)
-        except (OSError, ValueError, pa.ArrowException) as error:
-            message = f"{path}: unreadable minhash file of {earlier_dump} ({error})"
-            raise MinhashFileError(message) from error
         pairs.append(verified)
         signatures.append(other_signatures)
     found = pa.concat_tables(pairs) if pairs else pa.table({"own": pa.array([], pa.int64())})
@@ -193,7 +199,7 @@ def _verified_earlier(
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
     and pass verification, as (own row, other id, similarity, rank), and the others' signatures."""
     own, other = matching_rows(current.keys, read_sorted_keys(sorted_keys_path(path)))
-    table = pq.read_table(path, columns=["id", "signature"])
+    table = pq.read_table(path, columns=["id", "signature"], page_checksum_verification=True)
     other_signatures = _signatures(table.column("signature").combine_chunks(), policy)[other]
     similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
     passed = np.flatnonzero(similarity >= policy.verify_threshold)
@@ -204,6 +210,16 @@ def _verified_earlier(
         "rank": np.full(len(passed), rank, np.int64),
     })
     return verified, other_signatures[passed]
+
+
+@contextmanager
+def _named_if_unreadable(path: Path, dump: str) -> Iterator[None]:
+    """A minhash or keys file that cannot be read, or a page failing its checksum, raises
+    MinhashFileError naming the file."""
+    try:
+        yield
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise MinhashFileError(f"{path}: unreadable minhash file of {dump} ({error})") from error
 
 
 def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
