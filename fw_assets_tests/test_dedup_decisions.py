@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import duckdb
@@ -220,6 +221,40 @@ def test_a_bad_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_p
     with pytest.raises(MinhashFileError, match=re.escape(str(bad))):
         decide(files, tmp_path / "dedup", order=[DUMPS[1]])
     assert not (tmp_path / "dedup" / f"{DUMPS[1]}.parquet").exists()
+
+
+def peak_numpy_memory(minhash: dict[str, Path], dump: str, earlier: list[str], out: Path) -> int:
+    """Peak bytes traced (numpy's arrays and Python's objects, not Arrow's) deciding `dump`."""
+    with duckdb.connect(":memory:") as con:
+        tracemalloc.start()
+        try:
+            decide_dump(con, dump, minhash[dump], [(d, minhash[d]) for d in earlier], out, MINHASH_POLICY)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+def test_memory_stays_flat_when_pages_recur_in_every_earlier_dump(root, minhash, tmp_path):
+    """Every page of a dump recurs in each of five earlier dumps (its own rows signed again under
+    earlier names): each document points at its copy in the first of them (the earliest crawl wins
+    ties), and the matches kept while reading them do not grow with their number."""
+    dump = DUMPS[2]
+    sources = [(bucket, minhash[dump].parent / f"{dump}-{bucket}-bucketed.parquet") for bucket in ("2.8", "3.0")]
+    copies = {f"CC-MAIN-2013-0{i}": tmp_path / f"copy{i}.parquet" for i in range(1, 6)}
+    with duckdb.connect(":memory:") as con:
+        for copy, path in copies.items():
+            write_minhash_file(con, sources, path, copy, MINHASH_POLICY)
+    files = {**copies, dump: minhash[dump]}
+    peak_numpy_memory(files, dump, list(copies)[:1], tmp_path / "warm-up.parquet")  # numba, caches
+    one = peak_numpy_memory(files, dump, list(copies)[:1], tmp_path / "one.parquet")
+    five = peak_numpy_memory(files, dump, list(copies), tmp_path / "five.parquet")
+    assert five < 1.2 * one
+    rows = pq.read_table(tmp_path / "five.parquet").to_pylist()
+    dropped = [r for r in rows if not r["keep"]]
+    assert len(dropped) > 0.95 * len(rows)  # all but pages too short for a single shingle
+    for r in dropped:
+        assert (r["duplicate_of_dump"], r["similarity"]) == ("CC-MAIN-2013-01", 1.0)
+        assert r["duplicate_of"] <= r["id"]  # itself, or a smaller id with the same signature
 
 
 def test_scopes(minhash, decisions, tmp_path):

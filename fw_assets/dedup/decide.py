@@ -166,31 +166,55 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
 def _best_earlier_matches(
     current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
 ) -> dict[str, Match]:
-    """Each document's best verified match in the earlier dumps (one earlier file read at a time;
-    the verified pairs of all of them ranked at once)."""
-    pairs, signatures = [], []
+    """Each document's best verified match in the earlier dumps, read one file at a time in crawl
+    order into a running best per document: memory follows the dump's own size, not the number of
+    earlier dumps a recurring page matches in."""
+    best = None
     for rank, (earlier_dump, path) in enumerate(earlier):
         with _named_if_unreadable(path, earlier_dump):
-            verified, other_signatures = _verified_earlier(current, path, rank, policy)
-        pairs.append(verified)
-        signatures.append(other_signatures)
-    found = pa.concat_tables(pairs) if pairs else pa.table({"own": pa.array([], pa.int64())})
-    if not found.num_rows:
+            verified = _verified_earlier(current, path, rank, policy)
+        best = _better_of(best, _best_per_document(*verified), len(current.ids))
+    if best is None or not best[0].num_rows:
         return {}
-    found = found.append_column("at", pa.array(np.arange(found.num_rows)))
-    ordered = found.sort_by(
-        [("own", "ascending"), ("similarity", "descending"), ("rank", "ascending"), ("other", "ascending")]
-    )
-    own = ordered.column("own").to_numpy()
-    best = ordered.take(np.flatnonzero(np.r_[True, own[1:] != own[:-1]])).to_pydict()
-    signatures = np.concatenate(signatures)
+    found, signatures = best
     return {
-        doc: Match(other, earlier[rank][0], rank, similarity, signatures[at].tobytes())
-        for doc, other, rank, similarity, at in zip(
-            current.ids.take(pa.array(best["own"])).to_pylist(),
-            best["other"], best["rank"], best["similarity"], best["at"],
+        doc: Match(other, earlier[rank][0], rank, similarity, signature.tobytes())
+        for doc, other, rank, similarity, signature in zip(
+            current.ids.take(found.column("own")).to_pylist(),
+            found.column("other").to_pylist(), found.column("rank").to_pylist(),
+            found.column("similarity").to_pylist(), signatures,
         )
     }
+
+
+Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
+
+
+def _best_per_document(found: pa.Table, signatures: np.ndarray) -> Matches:
+    """The best of one earlier file's matches of each document: highest similarity, then least id."""
+    order = pc.sort_indices(
+        found, [("own", "ascending"), ("similarity", "descending"), ("other", "ascending")]
+    ).to_numpy()
+    own = found.column("own").to_numpy()[order]
+    first = order[np.flatnonzero(np.diff(own, prepend=-1))]  # own rows are >= 0
+    return found.take(first), signatures[first]
+
+
+def _better_of(best: Matches | None, later: Matches, documents: int) -> Matches:
+    """The running best after a later earlier dump's: it replaces a document's best only with a
+    higher similarity (on a tie, the earlier dump wins)."""
+    if best is None:
+        return later
+    (found, signatures), (later_found, later_signatures) = best, later
+    similarity = np.full(documents, -np.inf)
+    similarity[found.column("own").to_numpy()] = found.column("similarity").to_numpy()
+    later_own = later_found.column("own").to_numpy()
+    wins = later_found.column("similarity").to_numpy() > similarity[later_own]
+    replaced = np.zeros(documents, bool)
+    replaced[later_own[wins]] = True
+    stays = ~replaced[found.column("own").to_numpy()]
+    merged = pa.concat_tables([found.filter(stays), later_found.filter(wins)]).combine_chunks()
+    return merged, np.concatenate([signatures[stays], later_signatures[wins]])
 
 
 def _verified_earlier(
