@@ -75,7 +75,8 @@ def damage_first_page(path: Path, column: str) -> None:
     """Overwrite 256 bytes inside the first page of `column`'s chunk in row group 0 of a parquet
     file, leaving its size, page headers and footer intact: only the page checksum can tell."""
     group = pq.read_metadata(path).row_group(0)
-    (chunk,) = [group.column(i) for i in range(group.num_columns) if group.column(i).path_in_schema == column]
+    chunks = [group.column(i) for i in range(group.num_columns)]
+    (chunk,) = [c for c in chunks if c.path_in_schema == column]
     start = (chunk.dictionary_page_offset or chunk.data_page_offset) + 64
     data = bytearray(path.read_bytes())
     data[start : start + 256] = bytes(range(256))

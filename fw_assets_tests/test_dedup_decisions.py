@@ -8,6 +8,8 @@ import tracemalloc
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -15,8 +17,10 @@ import pytest
 from bench.dedup_quality import DUMPS, PARAGRAPH_SHARE, caught_share, datatrove_kept_ids, planted_pairs
 from fw_assets.dedup.decide import decide_dump
 from fw_assets.dedup.explain import explain
-from fw_assets.dedup.minhash_file import MinhashFileError, write_minhash_file
+from fw_assets.dedup.minhash_file import MinhashFileError, minhash_schema, write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
+from fw_assets.dedup.row_groups import write_in_row_groups
+from fw_assets.dedup.sorted_keys import write_sorted_keys
 from fw_assets.layout import sorted_keys_path
 from fw_assets.synthetic.generator import write_sample_dumps
 from fw_assets_tests.helpers import damage_first_page
@@ -228,7 +232,8 @@ def peak_numpy_memory(minhash: dict[str, Path], dump: str, earlier: list[str], o
     with duckdb.connect(":memory:") as con:
         tracemalloc.start()
         try:
-            decide_dump(con, dump, minhash[dump], [(d, minhash[d]) for d in earlier], out, MINHASH_POLICY)
+            earlier_files = [(d, minhash[d]) for d in earlier]
+            decide_dump(con, dump, minhash[dump], earlier_files, out, MINHASH_POLICY)
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -239,7 +244,7 @@ def test_memory_stays_flat_when_pages_recur_in_every_earlier_dump(root, minhash,
     earlier names): each document points at its copy in the first of them (the earliest crawl wins
     ties), and the matches kept while reading them do not grow with their number."""
     dump = DUMPS[2]
-    sources = [(bucket, minhash[dump].parent / f"{dump}-{bucket}-bucketed.parquet") for bucket in ("2.8", "3.0")]
+    sources = [(b, minhash[dump].parent / f"{dump}-{b}-bucketed.parquet") for b in ("2.8", "3.0")]
     copies = {f"CC-MAIN-2013-0{i}": tmp_path / f"copy{i}.parquet" for i in range(1, 6)}
     with duckdb.connect(":memory:") as con:
         for copy, path in copies.items():
@@ -255,6 +260,51 @@ def test_memory_stays_flat_when_pages_recur_in_every_earlier_dump(root, minhash,
     for r in dropped:
         assert (r["duplicate_of_dump"], r["similarity"]) == ("CC-MAIN-2013-01", 1.0)
         assert r["duplicate_of"] <= r["id"]  # itself, or a smaller id with the same signature
+
+
+def handmade_minhash_file(path: Path, dump: str, documents: dict[str, tuple[int, int]]) -> Path:
+    """A minhash file (and its keys file) of documents given as id -> (their key in band 0, a seed
+    drawing their signature) instead of texts: their keys in the other bands are numbered by their
+    position in id order (so the n-th documents of two files share them), and
+    documents with equal seeds have equal signatures (estimated Jaccard 1), others about 0."""
+    policy, schema = MINHASH_POLICY, minhash_schema(MINHASH_POLICY, dump)
+    ids = sorted(documents)
+    keys = [
+        [documents[doc][0], *range(100 * (i + 1), 100 * (i + 1) + policy.bands - 1)]
+        for i, doc in enumerate(ids)
+    ]
+    signatures = [
+        np.random.default_rng(documents[doc][1]).integers(0, 2**16, policy.permutations, "<u2").tobytes()
+        for doc in ids
+    ]
+    columns = [ids, ["3.0"] * len(ids), [3.0] * len(ids), keys, signatures, ids]
+    batch = pa.record_batch([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+    write_in_row_groups(path, schema, [batch], len(ids))
+    with duckdb.connect(":memory:") as con:
+        write_sorted_keys(con, path, sorted_keys_path(path), schema.metadata)
+    return path
+
+
+def test_members_unlike_their_band_key_s_least_id_but_alike_are_clustered(tmp_path):
+    """Documents sharing a band key are clusters after verification, also when unlike the key's
+    least id: `b` and `c` are alike, `a` unlike both; `f` and `g` are alike, met after `d` and `e`,
+    each unlike all others, failed as anchors. One of each alike pair is dropped."""
+    dump, earlier = DUMPS[1], DUMPS[0]
+    documents = {
+        "a": (7, 1), "b": (7, 2), "c": (7, 2), "d": (8, 3), "e": (8, 4), "f": (8, 5), "g": (8, 5),
+    }
+    files = {
+        dump: handmade_minhash_file(tmp_path / f"{dump}.parquet", dump, documents),
+        # An earlier dump whose one page shares keys with `a` but is unlike it: no match there.
+        earlier: handmade_minhash_file(tmp_path / f"{earlier}.parquet", earlier, {"z": (9, 9)}),
+    }
+    rows = pq.read_table(decide(files, tmp_path / "dedup", order=[dump])[dump]).to_pylist()
+    dropped = {
+        r["id"]: (r["duplicate_of"], r["duplicate_of_dump"], r["similarity"]) for r in rows if not r["keep"]
+    }
+    assert dropped == {"c": ("b", dump, 1.0), "g": ("f", dump, 1.0)}
+    two_anchors = decide(files, tmp_path / "two", order=[dump], policy=MinhashPolicy(anchor_rounds=2))
+    assert pq.read_table(two_anchors[dump], filters=~pc.field("keep")).column("id").to_pylist() == ["c"]
 
 
 def test_scopes(minhash, decisions, tmp_path):

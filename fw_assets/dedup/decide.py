@@ -3,7 +3,9 @@
 The rule, decided from signatures only, so that it does not depend on the order dumps are
 processed in nor on the thread count:
 1. A candidate pair (a shared band key) counts only if its estimated Jaccard reaches the policy's
-   verify_threshold. Verified pairs within the dump join documents into clusters (union-find).
+   verify_threshold. Verified pairs within the dump join documents into clusters (union-find);
+   the documents sharing a key are verified against its least id, those failing against the
+   least id among them, and so on (up to the policy's anchor_rounds).
 2. A cluster is dropped whole if any member matches a document of an earlier dump. A member with
    its own earlier match points at its best (highest similarity; ties: earliest dump, then least
    id); the others point at the best match of their cluster.
@@ -133,7 +135,8 @@ class CurrentDump:
     @classmethod
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
         columns = ["id", "bucket", "score", "signature"]
-        rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True).combine_chunks()
+        rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True)
+        rows = rows.combine_chunks()
         signatures = _signatures(rows.column("signature").combine_chunks(), policy)
         keys = read_sorted_keys(sorted_keys_path(minhash_path))
         return cls(rows, rows.column("id").combine_chunks(), signatures, keys)
@@ -141,26 +144,35 @@ class CurrentDump:
 
 def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[str, str]]:
     """(id, anchor) of the candidate pairs within the dump that pass verification. A document
-    sharing a band key is paired with the key's anchor, the least id holding it: a group of g
-    documents gives g - 1 pairs, not g(g-1)/2 (a page repeated 10,000 times stays cheap), and two
-    members both unlike their anchor meet only through another band. Found in the dump's sorted
-    keys, already in memory, as runs of equal keys."""
+    sharing a band key is paired with the key's anchor, the least id holding it; those failing
+    against it are paired with the least id among them, and so on for up to the policy's
+    anchor_rounds anchors a key. A group of g documents gives about g pairs a round, not
+    g(g-1)/2 (a page repeated 10,000 times stays cheap), yet two members both unlike the least id
+    but alike each other are compared. Found in the dump's sorted keys, already in memory, as runs
+    of equal keys."""
     keys, rows = current.keys
-    if not len(keys):
-        return []
     by_id = pc.sort_indices(current.ids).to_numpy()
     id_rank = np.empty(len(by_id), np.int64)
     id_rank[by_id] = np.arange(len(by_id))
     ranks = id_rank[rows]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sizes = np.diff(np.r_[starts, len(keys)])
-    anchors = np.repeat(np.minimum.reduceat(ranks, starts), sizes)
-    paired = np.repeat(sizes > 1, sizes) & (ranks != anchors)
-    pairs = np.unique(ranks[paired] << 32 | anchors[paired])
+    verified = [np.empty(0, np.int64)]
+    for _ in range(policy.anchor_rounds):
+        if not len(keys):
+            break
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        sizes = np.diff(np.r_[starts, len(keys)])
+        anchors = np.repeat(np.minimum.reduceat(ranks, starts), sizes)
+        paired = np.flatnonzero(np.repeat(sizes > 1, sizes) & (ranks != anchors))
+        pairs, pair_of = np.unique(ranks[paired] << 32 | anchors[paired], return_inverse=True)
+        own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
+        similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
+        passed = similarity >= policy.verify_threshold
+        verified.append(pairs[passed])
+        failed = paired[~passed[pair_of]]  # the next round's groups: each key's failed members
+        keys, ranks = keys[failed], ranks[failed]
+    pairs = np.unique(np.concatenate(verified))
     own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
-    similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
-    passed = similarity >= policy.verify_threshold
-    return list(zip(current.ids.take(own[passed]).to_pylist(), current.ids.take(anchor[passed]).to_pylist()))
+    return list(zip(current.ids.take(own).to_pylist(), current.ids.take(anchor).to_pylist()))
 
 
 def _best_earlier_matches(
