@@ -71,6 +71,18 @@ def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
     record_file.write_text(json.dumps(record))
 
 
+def damage_first_page(path: Path, column: str) -> None:
+    """Overwrite 256 bytes inside the first page of `column`'s chunk in row group 0 of a parquet
+    file, leaving its size, page headers and footer intact: only the page checksum can tell."""
+    group = pq.read_metadata(path).row_group(0)
+    chunks = [group.column(i) for i in range(group.num_columns)]
+    (chunk,) = [c for c in chunks if c.path_in_schema == column]
+    start = (chunk.dictionary_page_offset or chunk.data_page_offset) + 64
+    data = bytearray(path.read_bytes())
+    data[start : start + 256] = bytes(range(256))
+    path.write_bytes(bytes(data))
+
+
 def make_read_only(root: Path) -> None:
     """Take write permission from every file and folder under `root`: a test that writes into
     an output other tests share fails at once instead of changing what they read."""

@@ -23,7 +23,7 @@ from fw_assets.layout import dedup_path, minhash_path, sorted_keys_path, source_
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import CHAIN, materialize_dump
+from fw_assets_tests.helpers import CHAIN, damage_first_page, materialize_dump
 
 EARLY, LATE = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
 ROWS = 1_500
@@ -173,19 +173,22 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
     assert first_pass != dedup_path(output, LATE).read_bytes()  # decided alone, it kept more
 
 
-def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(source, in_order, tmp_path):
+@pytest.mark.parametrize(("damaged_file", "column"), [("keys", "key"), ("minhash", "signature")])
+def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(
+    source, in_order, tmp_path, damaged_file, column
+):
     output = tmp_path / "damaged"
     shutil.copytree(in_order[0], output)
-    keys = sorted_keys_path(minhash_path(output, EARLY))
-    damaged = bytearray(keys.read_bytes())  # same size, so the generation record does not notice
-    damaged[64:320] = bytes(range(256))
-    keys.write_bytes(bytes(damaged))
+    damaged = minhash_path(output, EARLY)
+    if damaged_file == "keys":
+        damaged = sorted_keys_path(damaged)
+    damage_first_page(damaged, column)  # same size, so the generation record does not notice
     before = dedup_path(output, LATE).read_bytes()
     result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
     assert not result.success
     (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
     message = failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
-    assert str(keys) in message and "Nothing was published" in message
+    assert str(damaged) in message and "Nothing was published" in message
     assert dedup_path(output, LATE).read_bytes() == before
 
 

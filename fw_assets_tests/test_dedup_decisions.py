@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -15,10 +17,13 @@ import pytest
 from bench.dedup_quality import DUMPS, PARAGRAPH_SHARE, caught_share, datatrove_kept_ids, planted_pairs
 from fw_assets.dedup.decide import decide_dump
 from fw_assets.dedup.explain import explain
-from fw_assets.dedup.minhash_file import MinhashFileError, write_minhash_file
+from fw_assets.dedup.minhash_file import MinhashFileError, minhash_schema, write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
+from fw_assets.dedup.row_groups import write_in_row_groups
+from fw_assets.dedup.sorted_keys import write_sorted_keys
 from fw_assets.layout import sorted_keys_path
 from fw_assets.synthetic.generator import write_sample_dumps
+from fw_assets_tests.helpers import damage_first_page
 
 ROWS = 2_000  # per dump
 # Planted copies have word 5-gram Jaccard 0.8-0.9 with their template: 16 x 7 bands make such a
@@ -191,33 +196,115 @@ def keys_files(source: Path, target: Path) -> list[tuple[Path, Path]]:
     return [(sorted_keys_path(source), sorted_keys_path(target))]
 
 
-def damaged_sorted_keys(source: Path, target: Path) -> Path:
-    """A copy of a minhash file whose sorted keys file has an intact footer but garbage in its
-    first pages."""
-    shutil.copy(source, target)
-    data = bytearray(sorted_keys_path(source).read_bytes())
-    chunk = pq.read_metadata(sorted_keys_path(source)).row_group(0).column(0)
-    start = chunk.data_page_offset + 64
-    data[start : start + 256] = bytes(range(256))
-    sorted_keys_path(target).write_bytes(bytes(data))
-    return target
-
-
-@pytest.mark.parametrize("damage", ["truncated", "pages", "other_policy"])
-def test_a_bad_earlier_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage):
+@pytest.mark.parametrize(
+    ("damage", "dump"),
+    [
+        ("truncated", DUMPS[0]),
+        ("key_pages", DUMPS[0]),
+        ("signature_pages", DUMPS[0]),
+        ("signature_pages", DUMPS[1]),  # the dump's own file: DuckDB reads it without checksums
+        ("score_pages", DUMPS[1]),
+        ("other_policy", DUMPS[0]),
+    ],
+)
+def test_a_bad_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage, dump):
+    """Damaged pages (footer, sizes and page headers intact) are found by their checksums."""
     files = dict(minhash)
-    bad = tmp_path / f"{DUMPS[0]}.parquet"
+    bad = tmp_path / f"{dump}.parquet"
+    for source, target in ((minhash[dump], bad), *keys_files(minhash[dump], bad)):
+        shutil.copy(source, target)
     if damage == "truncated":
-        bad.write_bytes(minhash[DUMPS[0]].read_bytes()[:-100])
-        shutil.copy(sorted_keys_path(minhash[DUMPS[0]]), sorted_keys_path(bad))
-    elif damage == "pages":
-        damaged_sorted_keys(minhash[DUMPS[0]], bad)
+        bad.write_bytes(minhash[dump].read_bytes()[:-100])
+    elif damage == "key_pages":
+        damage_first_page(sorted_keys_path(bad), "key")
+    elif damage.endswith("_pages"):
+        damage_first_page(bad, damage.removesuffix("_pages"))
     else:
-        bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[DUMPS[0]]
-    files[DUMPS[0]] = bad
+        bad = minhash_files(root, tmp_path, policy=MinhashPolicy(seed=2))[dump]
+    files[dump] = bad
     with pytest.raises(MinhashFileError, match=re.escape(str(bad))):
         decide(files, tmp_path / "dedup", order=[DUMPS[1]])
     assert not (tmp_path / "dedup" / f"{DUMPS[1]}.parquet").exists()
+
+
+def peak_numpy_memory(minhash: dict[str, Path], dump: str, earlier: list[str], out: Path) -> int:
+    """Peak bytes traced (numpy's arrays and Python's objects, not Arrow's) deciding `dump`."""
+    with duckdb.connect(":memory:") as con:
+        tracemalloc.start()
+        try:
+            earlier_files = [(d, minhash[d]) for d in earlier]
+            decide_dump(con, dump, minhash[dump], earlier_files, out, MINHASH_POLICY)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+def test_memory_stays_flat_when_pages_recur_in_every_earlier_dump(root, minhash, tmp_path):
+    """Every page of a dump recurs in each of three earlier dumps (its own rows signed again under
+    earlier names): each document points at its copy in the first of them (the earliest crawl wins
+    ties), and the matches kept while reading them do not grow with their number."""
+    dump = DUMPS[2]
+    sources = [(b, minhash[dump].parent / f"{dump}-{b}-bucketed.parquet") for b in ("2.8", "3.0")]
+    copies = {f"CC-MAIN-2013-0{i}": tmp_path / f"copy{i}.parquet" for i in range(1, 4)}
+    with duckdb.connect(":memory:") as con:
+        for copy, path in copies.items():
+            write_minhash_file(con, sources, path, copy, MINHASH_POLICY)
+    files = {**copies, dump: minhash[dump]}
+    peak_numpy_memory(files, dump, list(copies)[:1], tmp_path / "warm-up.parquet")  # numba, caches
+    one = peak_numpy_memory(files, dump, list(copies)[:1], tmp_path / "one.parquet")
+    three = peak_numpy_memory(files, dump, list(copies), tmp_path / "three.parquet")
+    assert three < 1.2 * one
+    rows = pq.read_table(tmp_path / "three.parquet").to_pylist()
+    dropped = [r for r in rows if not r["keep"]]
+    assert len(dropped) > 0.95 * len(rows)  # all but pages too short for a single shingle
+    for r in dropped:
+        assert (r["duplicate_of_dump"], r["similarity"]) == ("CC-MAIN-2013-01", 1.0)
+        assert r["duplicate_of"] <= r["id"]  # itself, or a smaller id with the same signature
+
+
+def handmade_minhash_file(path: Path, dump: str, documents: dict[str, tuple[int, int]]) -> Path:
+    """A minhash file (and its keys file) of documents given as id -> (their key in band 0, a seed
+    drawing their signature) instead of texts: their keys in the other bands are numbered by their
+    position in id order (so the n-th documents of two files share them), and
+    documents with equal seeds have equal signatures (estimated Jaccard 1), others about 0."""
+    policy, schema = MINHASH_POLICY, minhash_schema(MINHASH_POLICY, dump)
+    ids = sorted(documents)
+    keys = [
+        [documents[doc][0], *range(100 * (i + 1), 100 * (i + 1) + policy.bands - 1)]
+        for i, doc in enumerate(ids)
+    ]
+    signatures = [
+        np.random.default_rng(documents[doc][1]).integers(0, 2**16, policy.permutations, "<u2").tobytes()
+        for doc in ids
+    ]
+    columns = [ids, ["3.0"] * len(ids), [3.0] * len(ids), keys, signatures, ids]
+    batch = pa.record_batch([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+    write_in_row_groups(path, schema, [batch], len(ids))
+    with duckdb.connect(":memory:") as con:
+        write_sorted_keys(con, path, sorted_keys_path(path), schema.metadata)
+    return path
+
+
+def test_members_unlike_their_band_key_s_least_id_but_alike_are_clustered(tmp_path):
+    """Documents sharing a band key are clusters after verification, also when unlike the key's
+    least id: `b` and `c` are alike, `a` unlike both; `f` and `g` are alike, met after `d` and `e`,
+    each unlike all others, failed as anchors. One of each alike pair is dropped."""
+    dump, earlier = DUMPS[1], DUMPS[0]
+    documents = {
+        "a": (7, 1), "b": (7, 2), "c": (7, 2), "d": (8, 3), "e": (8, 4), "f": (8, 5), "g": (8, 5),
+    }
+    files = {
+        dump: handmade_minhash_file(tmp_path / f"{dump}.parquet", dump, documents),
+        # An earlier dump whose one page shares keys with `a` but is unlike it: no match there.
+        earlier: handmade_minhash_file(tmp_path / f"{earlier}.parquet", earlier, {"z": (9, 9)}),
+    }
+    rows = pq.read_table(decide(files, tmp_path / "dedup", order=[dump])[dump]).to_pylist()
+    dropped = {
+        r["id"]: (r["duplicate_of"], r["duplicate_of_dump"], r["similarity"]) for r in rows if not r["keep"]
+    }
+    assert dropped == {"c": ("b", dump, 1.0), "g": ("f", dump, 1.0)}
+    two_anchors = decide(files, tmp_path / "two", order=[dump], policy=MinhashPolicy(anchor_rounds=2))
+    assert pq.read_table(two_anchors[dump], filters=~pc.field("keep")).column("id").to_pylist() == ["c"]
 
 
 def test_scopes(minhash, decisions, tmp_path):

@@ -3,7 +3,9 @@
 The rule, decided from signatures only, so that it does not depend on the order dumps are
 processed in nor on the thread count:
 1. A candidate pair (a shared band key) counts only if its estimated Jaccard reaches the policy's
-   verify_threshold. Verified pairs within the dump join documents into clusters (union-find).
+   verify_threshold. Verified pairs within the dump join documents into clusters (union-find);
+   the documents sharing a key are verified against its least id, those failing against the
+   least id among them, and so on (up to the policy's anchor_rounds).
 2. A cluster is dropped whole if any member matches a document of an earlier dump. A member with
    its own earlier match points at its best (highest similarity; ties: earliest dump, then least
    id); the others point at the best match of their cluster.
@@ -11,7 +13,8 @@ processed in nor on the thread count:
    at it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,10 +88,13 @@ def decide_dump(
         if earlier_dump >= dump:
             raise ValueError(f"{path}: dump {earlier_dump} is not earlier than {dump}")
         check_minhash_file(path, policy, earlier_dump)
-    con.execute(load_sql("dedup_current_documents"), {"path": str(minhash_path)})
+    with _named_if_unreadable(minhash_path, dump):
+        current = CurrentDump.read(minhash_path, policy)
+    con.register("current_minhash", current.rows)
+    con.execute(load_sql("dedup_current_documents"))
+    con.unregister("current_minhash")
     edges, best = [], {}
     if policy.scope is not Scope.OFF:
-        current = CurrentDump.read(minhash_path, policy)
         edges = _verified_within(current, policy)
         best = _best_earlier_matches(current, earlier, policy) if earlier else {}
     drops = _drops(con, dump, edges, best, policy)
@@ -96,7 +102,8 @@ def decide_dump(
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
     con.unregister("drops")
     against_earlier = sum(1 for d in drops if d["duplicate_of_dump"] != dump)
-    documents = con.execute("SELECT count(*) FROM current_documents").fetchone()[0]
+    # Fetched to the end: DuckDB refuses `register` while a connection has an unfinished result.
+    ((documents,),) = con.execute("SELECT count(*) FROM current_documents").fetchall()
     return DecisionSummary(documents, len(drops) - against_earlier, against_earlier)
 
 
@@ -115,76 +122,111 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
 
 @dataclass(frozen=True)
 class CurrentDump:
-    """What matching against earlier dumps needs of the dump being decided, in memory: its ids
-    and signatures in minhash-file order and its sorted band keys."""
+    """What deciding needs of the dump being decided, in memory: its minhash rows (id, bucket,
+    score, signature), its ids and signatures in minhash-file order and its sorted band keys.
+    The rows are read once with their page checksums verified and handed to DuckDB, whose parquet
+    reader does not verify them."""
 
+    rows: pa.Table
     ids: pa.Array
     signatures: np.ndarray
     keys: tuple[np.ndarray, np.ndarray]
 
     @classmethod
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
-        table = pq.read_table(minhash_path, columns=["id", "signature"])
-        signatures = _signatures(table.column("signature").combine_chunks(), policy)
+        columns = ["id", "bucket", "score", "signature"]
+        rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True)
+        rows = rows.combine_chunks()
+        signatures = _signatures(rows.column("signature").combine_chunks(), policy)
         keys = read_sorted_keys(sorted_keys_path(minhash_path))
-        return cls(table.column("id").combine_chunks(), signatures, keys)
+        return cls(rows, rows.column("id").combine_chunks(), signatures, keys)
 
 
 def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[str, str]]:
     """(id, anchor) of the candidate pairs within the dump that pass verification. A document
-    sharing a band key is paired with the key's anchor, the least id holding it: a group of g
-    documents gives g - 1 pairs, not g(g-1)/2 (a page repeated 10,000 times stays cheap), and two
-    members both unlike their anchor meet only through another band. Found in the dump's sorted
-    keys, already in memory, as runs of equal keys."""
+    sharing a band key is paired with the key's anchor, the least id holding it; those failing
+    against it are paired with the least id among them, and so on for up to the policy's
+    anchor_rounds anchors a key. A group of g documents gives about g pairs a round, not
+    g(g-1)/2 (a page repeated 10,000 times stays cheap), yet two members both unlike the least id
+    but alike each other are compared. Found in the dump's sorted keys, already in memory, as runs
+    of equal keys."""
     keys, rows = current.keys
-    if not len(keys):
-        return []
     by_id = pc.sort_indices(current.ids).to_numpy()
     id_rank = np.empty(len(by_id), np.int64)
     id_rank[by_id] = np.arange(len(by_id))
     ranks = id_rank[rows]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sizes = np.diff(np.r_[starts, len(keys)])
-    anchors = np.repeat(np.minimum.reduceat(ranks, starts), sizes)
-    paired = np.repeat(sizes > 1, sizes) & (ranks != anchors)
-    pairs = np.unique(ranks[paired] << 32 | anchors[paired])
+    verified = [np.empty(0, np.int64)]
+    for _ in range(policy.anchor_rounds):
+        if not len(keys):
+            break
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        sizes = np.diff(np.r_[starts, len(keys)])
+        anchors = np.repeat(np.minimum.reduceat(ranks, starts), sizes)
+        paired = np.flatnonzero(np.repeat(sizes > 1, sizes) & (ranks != anchors))
+        pairs, pair_of = np.unique(ranks[paired] << 32 | anchors[paired], return_inverse=True)
+        own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
+        similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
+        passed = similarity >= policy.verify_threshold
+        verified.append(pairs[passed])
+        failed = paired[~passed[pair_of]]  # the next round's groups: each key's failed members
+        keys, ranks = keys[failed], ranks[failed]
+    pairs = np.unique(np.concatenate(verified))
     own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
-    similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
-    passed = similarity >= policy.verify_threshold
-    return list(zip(current.ids.take(own[passed]).to_pylist(), current.ids.take(anchor[passed]).to_pylist()))
+    return list(zip(current.ids.take(own).to_pylist(), current.ids.take(anchor).to_pylist()))
 
 
 def _best_earlier_matches(
     current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
 ) -> dict[str, Match]:
-    """Each document's best verified match in the earlier dumps (one earlier file read at a time;
-    the verified pairs of all of them ranked at once)."""
-    pairs, signatures = [], []
+    """Each document's best verified match in the earlier dumps, read one file at a time in crawl
+    order into a running best per document: memory follows the dump's own size, not the number of
+    earlier dumps a recurring page matches in."""
+    best = None
     for rank, (earlier_dump, path) in enumerate(earlier):
-        try:
-            verified, other_signatures = _verified_earlier(current, path, rank, policy)
-        except (OSError, ValueError, pa.ArrowException) as error:
-            message = f"{path}: unreadable minhash file of {earlier_dump} ({error})"
-            raise MinhashFileError(message) from error
-        pairs.append(verified)
-        signatures.append(other_signatures)
-    found = pa.concat_tables(pairs) if pairs else pa.table({"own": pa.array([], pa.int64())})
-    if not found.num_rows:
+        with _named_if_unreadable(path, earlier_dump):
+            verified = _verified_earlier(current, path, rank, policy)
+        best = _better_of(best, _best_per_document(*verified), len(current.ids))
+    if best is None or not best[0].num_rows:
         return {}
-    found = found.append_column("at", pa.array(np.arange(found.num_rows)))
-    ordered = found.sort_by(
-        [("own", "ascending"), ("similarity", "descending"), ("rank", "ascending"), ("other", "ascending")]
-    )
-    own = ordered.column("own").to_numpy()
-    best = ordered.take(np.flatnonzero(np.r_[True, own[1:] != own[:-1]])).to_pydict()
-    signatures = np.concatenate(signatures)
+    found, signatures = best
     return {
-        doc: Match(other, earlier[rank][0], rank, similarity, signatures[at].tobytes())
-        for doc, other, rank, similarity, at in zip(
-            current.ids.take(pa.array(best["own"])).to_pylist(),
-            best["other"], best["rank"], best["similarity"], best["at"],
+        doc: Match(other, earlier[rank][0], rank, similarity, signature.tobytes())
+        for doc, other, rank, similarity, signature in zip(
+            current.ids.take(found.column("own")).to_pylist(),
+            found.column("other").to_pylist(), found.column("rank").to_pylist(),
+            found.column("similarity").to_pylist(), signatures,
         )
     }
+
+
+Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
+
+
+def _best_per_document(found: pa.Table, signatures: np.ndarray) -> Matches:
+    """The best of one earlier file's matches of each document: highest similarity, then least id."""
+    order = pc.sort_indices(
+        found, [("own", "ascending"), ("similarity", "descending"), ("other", "ascending")]
+    ).to_numpy()
+    own = found.column("own").to_numpy()[order]
+    first = order[np.flatnonzero(np.diff(own, prepend=-1))]  # own rows are >= 0
+    return found.take(first), signatures[first]
+
+
+def _better_of(best: Matches | None, later: Matches, documents: int) -> Matches:
+    """The running best after a later earlier dump's: it replaces a document's best only with a
+    higher similarity (on a tie, the earlier dump wins)."""
+    if best is None:
+        return later
+    (found, signatures), (later_found, later_signatures) = best, later
+    similarity = np.full(documents, -np.inf)
+    similarity[found.column("own").to_numpy()] = found.column("similarity").to_numpy()
+    later_own = later_found.column("own").to_numpy()
+    wins = later_found.column("similarity").to_numpy() > similarity[later_own]
+    replaced = np.zeros(documents, bool)
+    replaced[later_own[wins]] = True
+    stays = ~replaced[found.column("own").to_numpy()]
+    merged = pa.concat_tables([found.filter(stays), later_found.filter(wins)]).combine_chunks()
+    return merged, np.concatenate([signatures[stays], later_signatures[wins]])
 
 
 def _verified_earlier(
@@ -193,7 +235,7 @@ def _verified_earlier(
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
     and pass verification, as (own row, other id, similarity, rank), and the others' signatures."""
     own, other = matching_rows(current.keys, read_sorted_keys(sorted_keys_path(path)))
-    table = pq.read_table(path, columns=["id", "signature"])
+    table = pq.read_table(path, columns=["id", "signature"], page_checksum_verification=True)
     other_signatures = _signatures(table.column("signature").combine_chunks(), policy)[other]
     similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
     passed = np.flatnonzero(similarity >= policy.verify_threshold)
@@ -204,6 +246,16 @@ def _verified_earlier(
         "rank": np.full(len(passed), rank, np.int64),
     })
     return verified, other_signatures[passed]
+
+
+@contextmanager
+def _named_if_unreadable(path: Path, dump: str) -> Iterator[None]:
+    """A minhash or keys file that cannot be read, or a page failing its checksum, raises
+    MinhashFileError naming the file."""
+    try:
+        yield
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise MinhashFileError(f"{path}: unreadable minhash file of {dump} ({error})") from error
 
 
 def _clusters(edges: Sequence[tuple]) -> list[list[str]]:

@@ -37,11 +37,17 @@ class MinhashPolicy:
     seed: int = 1  # draws the permutations
     signature_bits: int = 16  # low bits of each hash kept for verification (b-bit MinHash)
     verify_threshold: float = 0.65  # estimated Jaccard a candidate pair needs to count
+    # Within a dump, the documents sharing a band key are verified against its least id, those
+    # failing against the least id among them, and so on, for at most this many anchors a key: g
+    # mutually unlike pages under one key (pages sharing a boilerplate paragraph) cost at most
+    # g x anchor_rounds comparisons, not g^2 / 2. On 3 generated dumps of 20,000 pages (keys held by
+    # up to 95 pages) 32 anchors find all but 4 of the decisions unbounded rounds change (59).
+    anchor_rounds: int = 32
     scope: Scope = Scope.ACROSS_DUMPS
     drop_share_warning: float = 0.30  # per bucket, a larger dropped share warns
 
     def __post_init__(self):
-        sizes_ok = min(self.ngram, self.bands, self.rows) >= 1
+        sizes_ok = min(self.ngram, self.bands, self.rows, self.anchor_rounds) >= 1
         if not sizes_ok or self.signature_bits not in (8, 16, 32):
             raise ValueError(f"bad MinHash policy: {self}")
         if not 0.0 < self.verify_threshold <= 1.0 or not 0.0 < self.drop_share_warning <= 1.0:
