@@ -14,6 +14,7 @@ from fw_assets.automation.sensors import new_dumps
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.jobs import dump_chain_job
@@ -25,7 +26,7 @@ from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 
 defs = dg.Definitions(
-    assets=[raw, sampled, bucketed, minhash, deduplicated, tokenized, mixture_plan, megatron_indexes, packed],
+    assets=[raw, sampled, bucketed, minhash, band_key_index, deduplicated, tokenized, mixture_plan, megatron_indexes, packed],
     # A dump's run is a chain whose every step already uses all usable cores (DuckDB threads, the
     # tokenizer's process pool): a process per step would only add a Python + Dagster start per
     # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.

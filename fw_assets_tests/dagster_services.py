@@ -246,6 +246,32 @@ class DagsterServices:
         )
         assert data["stopSensor"]["instigationState"]["status"] == "STOPPED"
 
+    def start_sensor(self, sensor: str) -> None:
+        """The sensor's *Running* toggle switched on."""
+        data = self.graphql(
+            """mutation($sensor: String!) { startSensor(sensorSelector: {repositoryName: "__repository__",
+                 repositoryLocationName: "fw_assets", sensorName: $sensor}) {
+                 ... on Sensor { sensorState { status } } } }""",
+            {"sensor": sensor},
+        )
+        assert data["startSensor"]["sensorState"]["status"] == "RUNNING"
+
+    def stale_status(self, key: dg.AssetKey, partition: str) -> tuple[str, list[str]]:
+        """What the UI says of one partition: FRESH, STALE or MISSING, and the root causes of its
+        staleness as `asset[partition]: reason`."""
+        data = self.graphql(
+            """query($key: AssetKeyInput!, $partition: String!) { assetNodeOrError(assetKey: $key) {
+                 ... on AssetNode { staleStatus(partition: $partition)
+                   staleCauses(partition: $partition) { key { path } partitionKey reason } } } }""",
+            {"key": {"path": key.path}, "partition": partition},
+        )
+        node = data["assetNodeOrError"]
+        causes = [
+            f"{dg.AssetKey(c['key']['path']).to_user_string()}[{c['partitionKey']}]: {c['reason']}"
+            for c in node["staleCauses"]
+        ]
+        return node["staleStatus"], causes
+
     def assert_serves_instance_config(self, instance_yaml: Path) -> None:
         """The services run on `instance_yaml`'s run queue and pools, and every required daemon is healthy."""
         config = yaml.safe_load(instance_yaml.read_text())

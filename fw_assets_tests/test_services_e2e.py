@@ -1,10 +1,13 @@
 """End to end with the real services: dagster-webserver and dagster-daemon on 127.0.0.1 over
 workspace.yaml and the repo's dagster.yaml, a generated dump dropped into the source folder, a UI
 backfill through GraphQL, a dump materialized from the CLI, and a headless Chromium looking at the
-UI. Every dump's check results must show on that dump's own materialization."""
+UI. Every dump's check results must show on that dump's own materialization. The CLI's dump is
+earlier than the backfilled ones (downloaded late): the UI shows their decisions stale until the
+`stale_dedup` sensor re-runs them."""
 
+import ast
 import os
-
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -12,6 +15,8 @@ import pytest
 
 from fw_assets import settings
 from fw_assets.automation.sensors import FINGERPRINT_TAG
+from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.layout import bucket_dump_dirs, selection_path
 from fw_assets.partitions import known_dumps
 from fw_assets.policy import SEED_POLICY
@@ -27,14 +32,15 @@ from fw_assets_tests.dagster_services import (
     dagster_cli,
     find_chromium,
     tag,
+    wait_for,
     write_instance_yaml,
 )
 
 pytestmark = pytest.mark.e2e
 
 SENSOR_DUMP = "CC-MAIN-2013-20"
-BACKFILL_DUMPS = ("CC-MAIN-2013-48", "CC-MAIN-2014-10")
-CLI_DUMP = "CC-MAIN-2014-15"
+BACKFILL_DUMPS = ("CC-MAIN-2014-10", "CC-MAIN-2014-15")
+CLI_DUMP = "CC-MAIN-2013-48"  # between the sensor's dump and the backfilled ones
 ROWS = 1_200
 ARTIFACTS = REPO_ROOT / "artifacts" / "e2e"
 
@@ -115,16 +121,51 @@ def test_a_dump_dropped_into_the_source_folder_is_processed_by_the_sensor(servic
     assert len(services.runs({"dagster/sensor_name": "new_dumps"})) == 1
 
 
+@dataclass(frozen=True)
+class LateDump:
+    """The CLI's run of a dump earlier than the backfilled ones, and what the UI said of each
+    dump's decisions just before and just after it (with `stale_dedup` switched off meanwhile)."""
+
+    run: dict
+    before: dict[str, tuple[str, list[str]]]
+    after: dict[str, tuple[str, list[str]]]
+    earlier_reruns: set[str]  # ids of the runs `stale_dedup` had launched before
+
+
+def decisions_staleness(services: DagsterServices, dumps) -> dict[str, tuple[str, list[str]]]:
+    return {dump: services.stale_status(deduplicated.key, dump) for dump in dumps}
+
+
+def all_current(services: DagsterServices, dumps) -> dict | None:
+    """Each dump's decisions as the UI shows them, once no run is queued or running and none is stale."""
+    if any(run["status"] not in ("SUCCESS", "FAILURE", "CANCELED") for run in services.runs({})):
+        return None
+    staleness = decisions_staleness(services, dumps)
+    return staleness if all(status == "FRESH" for status, _ in staleness.values()) else None
+
+
+def stale_dedup_runs(services: DagsterServices) -> list[dict]:
+    return services.runs({"dagster/sensor_name": "stale_dedup"})
+
+
 @pytest.fixture(scope="module")
-def cli_run(services, world, backfill_runs) -> dict:
-    """A third dump materialized from the CLI (`dagster asset materialize`) beside the running services."""
+def cli_run(services, world, backfill_runs) -> LateDump:
+    """A third dump materialized from the CLI (`dagster asset materialize`) beside the running
+    services, after the decisions of the dumps before it settled (a backfilled dump decided before
+    the other was signed is re-run by `stale_dedup` first)."""
+    decided = [SENSOR_DUMP, *BACKFILL_DUMPS]
+    before = wait_for("every decision to be current", lambda: all_current(services, decided), 180,
+                      every=3, logs=services.logs)
+    services.stop_sensor("stale_dedup")
+    earlier_reruns = {run["runId"] for run in stale_dedup_runs(services)}
     write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=1)
     env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
     dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
                 "--partition", CLI_DUMP, env=env, cwd=world["home"])
-    # the CLI's run; `stale_dedup` may add one for a dump decided before an earlier dump's minhash
-    [run] = [r for r in services.runs({"dagster/partition": CLI_DUMP}) if not tag(r, "dagster/sensor_name")]
-    return run
+    after = decisions_staleness(services, [*decided, CLI_DUMP])
+    services.start_sensor("stale_dedup")
+    [run] = services.runs({"dagster/partition": CLI_DUMP})
+    return LateDump(run, before, after, earlier_reruns)
 
 
 def test_a_backfill_of_two_dumps_is_two_runs_each_holding_the_whole_chain(services, world, backfill_runs):
@@ -150,11 +191,54 @@ def test_each_dump_of_the_sensor_and_the_backfill_has_its_checks_on_its_own_mate
 def test_a_dump_materialized_from_the_cli_has_its_checks_on_its_own_materialization(
     services, world, cli_run
 ):
-    assert_whole_chain_succeeded(cli_run)
+    assert_whole_chain_succeeded(cli_run.run)
     assert_published(world["output"], CLI_DUMP)
     dumps = [SENSOR_DUMP, *BACKFILL_DUMPS, CLI_DUMP]
     assert_every_asset_materialized(services, dumps)
     assert_check_results_belong_to_their_dumps(services, dumps)
+
+
+def test_the_lineage_shows_each_dumps_decisions_reading_the_band_keys_of_every_earlier_dump(services):
+    data = services.graphql(
+        """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+             dependencies { asset { assetKey { path } isMaterializable groupName
+               dependencies { asset { assetKey { path } } } } partitionMapping { className description } } } } }""",
+        {"key": {"path": deduplicated.key.path}},
+    )
+    deps = {dg.AssetKey(d["asset"]["assetKey"]["path"]): d for d in data["assetNodeOrError"]["dependencies"]}
+    assert set(deps) == {dg.AssetKey("minhash"), band_key_index.key}
+    assert deps[dg.AssetKey("minhash")]["partitionMapping"] is None  # its own dump's
+    index = deps[band_key_index.key]
+    # observed, not materialized, and outside the per-dump group: no backfill of a dump selects it
+    assert not index["asset"]["isMaterializable"] and index["asset"]["groupName"] != "fineweb_edu"
+    assert [d["asset"]["assetKey"]["path"] for d in index["asset"]["dependencies"]] == [["minhash"]]
+    assert index["partitionMapping"]["className"] == "StaticPartitionMapping"
+    mapping = ast.literal_eval(index["partitionMapping"]["description"].split("\n", 1)[1])
+    for dump in (CLI_DUMP, *BACKFILL_DUMPS):
+        read = {earlier for earlier, later in mapping.items() if dump in later}
+        assert read == {d for d in known_dumps() if d < dump}, dump
+
+
+def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_stale_dedup_reruns_them(
+    services, cli_run
+):
+    assert {dump: status for dump, (status, _) in cli_run.before.items()} == dict.fromkeys(
+        (SENSOR_DUMP, *BACKFILL_DUMPS), "FRESH"
+    )
+    assert cli_run.after[SENSOR_DUMP] == cli_run.after[CLI_DUMP] == ("FRESH", [])
+    for dump in BACKFILL_DUMPS:
+        assert cli_run.after[dump] == ("STALE", [f"band_key_index[{CLI_DUMP}]: has a new data version"])
+
+    def reruns() -> list[dict] | None:
+        runs = [r for r in stale_dedup_runs(services) if r["runId"] not in cli_run.earlier_reruns]
+        return runs if runs and all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]) else None
+
+    runs = wait_for("stale_dedup to re-run the later dumps", reruns, 240, every=3, logs=services.logs)
+    assert sorted(tag(run, "dagster/partition") for run in runs) == sorted(BACKFILL_DUMPS)  # one each
+    for run in runs:
+        assert {s["stepKey"]: s["status"] for s in run["stepStats"]} == dict.fromkeys(
+            ("deduplicated", "tokenized"), "SUCCESS"
+        )
 
 
 @pytest.fixture(scope="module")

@@ -1,37 +1,58 @@
-"""The `stale_dedup` sensor: re-decides the later dumps after an earlier dump's `minhash` changes.
+"""The `stale_dedup` sensor: re-decides the later dumps after an earlier dump's band keys change.
 
-`deduplicated` of a dump reads the minhash files of every earlier dump, so an earlier dump
-materialized late (downloaded after its successors, or re-signed) leaves the later dumps'
-decisions stale: they were made without it. Each tick compares, per dump, the newest
-materialization of any strictly earlier dump's `minhash` with the dump's own `deduplicated`
-(event-log storage ids, which only grow) and requests `deduplicated` + `tokenized` of every dump
-it finds behind, one run each. The run key holds both ids, so a tick never asks twice for the
-same state. A dump whose own `minhash` is newer than its decisions is mid-chain (or failed):
-its own run handles it.
+`deduplicated` of a dump reads the band keys of every earlier dump, so an earlier dump signed late
+(downloaded after its successors, or re-signed) leaves the later dumps' decisions stale: they were
+made without it. `minhash` records an observation of `band_key_index` when it publishes a dump, and
+Dagster records on each decision the newest `band_key_index` observation when its step began. Each
+tick requests `deduplicated` + `tokenized`, one run each, of every dump whose decisions began before
+some strictly earlier dump's newest observation: what Dagster shows as stale, and also from the
+101st dump on, where Dagster 1.13 stops computing it. The run key holds both ids, so a tick never
+asks twice for the same state. A dump whose own `minhash` is newer than its decisions is mid-chain
+(or failed): its own run handles it.
 """
 
 import dagster as dg
 
+from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.jobs import dump_chain_job
 from fw_assets.tokenizing.tokenized import tokenized
 
 MATERIALIZATION = dg.DagsterEventType.ASSET_MATERIALIZATION
+OBSERVATION = dg.DagsterEventType.ASSET_OBSERVATION
 
 
 def stale_dumps(instance: dg.DagsterInstance) -> dict[str, tuple[int, int]]:
-    """Dump -> (storage id of its decisions, of the newest earlier minhash) for every dump whose
-    decisions are older than some earlier dump's minhash."""
+    """Dump -> (storage id of its decisions, of the newest earlier band_key_index observation) for
+    every dump whose decisions began before some earlier dump's newest observation."""
     storage = instance.event_log_storage
     signed = storage.get_latest_storage_id_by_partition(minhash.key, MATERIALIZATION)
+    observed = storage.get_latest_storage_id_by_partition(band_key_index.key, OBSERVATION)
     decided = storage.get_latest_storage_id_by_partition(deduplicated.key, MATERIALIZATION)
+    seen = _index_seen_by_decisions(instance, list(decided.values()))
     stale, newest_earlier = {}, 0
-    for dump in sorted(set(signed) | set(decided)):
-        if dump in decided and newest_earlier > decided[dump] and signed.get(dump, 0) < decided[dump]:
+    for dump in sorted(set(observed) | set(decided)):
+        if dump in decided and newest_earlier > seen[dump] and signed.get(dump, 0) < decided[dump]:
             stale[dump] = (decided[dump], newest_earlier)
-        newest_earlier = max(newest_earlier, signed.get(dump, 0))
+        newest_earlier = max(newest_earlier, observed.get(dump, 0))
     return stale
+
+
+def _index_seen_by_decisions(instance: dg.DagsterInstance, storage_ids: list[int]) -> dict[str, int]:
+    """Dump -> the newest band_key_index observation when its decisions' step began, as Dagster
+    recorded it in their provenance (0: none, or decided before the index existed)."""
+    if not storage_ids:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=deduplicated.key, storage_ids=storage_ids), limit=len(storage_ids)
+    ).records
+    seen = {}
+    for record in records:
+        provenance = dg.DataProvenance.from_tags(record.asset_materialization.tags or {})
+        pointer = provenance.input_storage_ids.get(band_key_index.key) if provenance else None
+        seen[record.partition_key] = pointer or 0
+    return seen
 
 
 @dg.sensor(
@@ -40,20 +61,20 @@ def stale_dumps(instance: dg.DagsterInstance) -> dict[str, tuple[int, int]]:
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Re-runs deduplicated and tokenized of each dump whose decisions predate an "
-    "earlier dump's latest minhash (one run per dump).",
+    "earlier dump's latest band keys (band_key_index; one run per dump).",
 )
 def stale_dedup(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     stale = stale_dumps(context.instance)
     requests = [
         dg.RunRequest(
-            run_key=f"{dump}@dedup{decided}-minhash{newest}",
+            run_key=f"{dump}@dedup{decided}-index{newest}",
             partition_key=dump,
             asset_selection=[deduplicated.key, tokenized.key],
         )
         for dump, (decided, newest) in stale.items()
     ]
     for dump in stale:
-        context.log.info(f"{dump}: its decisions predate an earlier dump's minhash; re-deciding it")
+        context.log.info(f"{dump}: its decisions predate an earlier dump's band keys; re-deciding it")
     if requests:
         return dg.SensorResult(run_requests=requests)
-    return dg.SensorResult(skip_reason="Every dump's decisions are newer than its earlier dumps' minhash.")
+    return dg.SensorResult(skip_reason="Every dump's decisions are newer than its earlier dumps' band keys.")

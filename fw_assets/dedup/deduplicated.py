@@ -23,6 +23,7 @@ from fw_assets.dedup.checks import (
     example_pairs,
     similarity_histogram,
 )
+from fw_assets.dedup.band_key_index import band_key_index, later_dumps
 from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_file import MinhashFileError
@@ -59,10 +60,9 @@ DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
 
 @dg.asset(
     **PER_DUMP,
-    # Its own dump's minhash only, though it reads every earlier dump's too: see the README (a
-    # partition mapping to every earlier dump made a UI backfill of one dump target the decisions
-    # and tokens of every later known dump). `stale_dedup` re-runs the decisions that get stale.
-    deps=[minhash],
+    # Every earlier dump through the external band_key_index, not through minhash: a backfill
+    # follows dependencies between the assets it selects, and would take the later dumps too.
+    deps=[minhash, dg.AssetDep(band_key_index, partition_mapping=later_dumps())],
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
     check_specs=check_specs("deduplicated", DEDUP_CHECKS),

@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.dedup.band_key_index import published as band_key_index_published
 from fw_assets.dedup.minhash_file import write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.layout import (
@@ -73,10 +74,12 @@ def minhash(
                 con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
             )
         target = minhash_path(root, dump)
-        staging.publish(
+        record = staging.publish(
             {target: staged, sorted_keys_path(target): sorted_keys_path(staged)},
             {"documents": summary.documents, "bucketed_generation": bucketed_record["generation"]},
         )
+    # at once, so later dumps' decisions made from here on count as having read these keys
+    context.log_event(band_key_index_published(dump, record["generation"]))
     seconds = time.monotonic() - started
     return dg.MaterializeResult(
         metadata={
