@@ -14,10 +14,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from fw_assets.automation import dedup_reruns
 from fw_assets.automation.dedup_reruns import stale_dedup
 from fw_assets.dedup.__main__ import main as dedup_command
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
+from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.definitions import defs
 from fw_assets.layout import dedup_path, minhash_path, sorted_keys_path, source_dump_dir
 from fw_assets.synthetic import write_sample_dumps
@@ -147,7 +149,7 @@ def test_drops_within_and_against_earlier_dumps_and_their_checks_on_the_right_du
 
 
 def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_bytes(
-    source, in_order, tmp_path
+    source, in_order, tmp_path, monkeypatch
 ):
     output = tmp_path / "reverse"
     with dg.DagsterInstance.ephemeral() as instance:
@@ -161,6 +163,10 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
         assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
             (LATE, {deduplicated.key, tokenized.key})
         ]
+        with monkeypatch.context() as scope:  # decided each on its own, nothing is stale
+            scope.setattr(dedup_reruns, "MINHASH_POLICY", MinhashPolicy(scope=Scope.WITHIN_DUMP))
+            result = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs))
+            assert not result.run_requests and "within_dump" in result.skip_reason.skip_message
         first_pass = dedup_path(output, LATE).read_bytes()
         materialize_dump(  # the run the sensor asked for
             source, output, LATE, instance=instance, assets=[deduplicated, tokenized],
@@ -190,6 +196,28 @@ def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(
     message = failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
     assert str(damaged) in message and "Nothing was published" in message
     assert dedup_path(output, LATE).read_bytes() == before
+
+
+def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_it_is_re_signed(
+    source, in_order, tmp_path
+):
+    output = tmp_path / "repaired"
+    shutil.copytree(in_order[0], output)
+    damage_first_page(minhash_path(output, EARLY), "signature")
+    with dg.DagsterInstance.ephemeral() as instance:
+        failed = materialize_dump(
+            source, output, LATE, instance=instance, assets=[minhash, deduplicated], raise_on_error=False
+        )
+        assert not failed.success
+        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        materialize_dump(source, output, EARLY, instance=instance, assets=[minhash])  # repaired
+        requests = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
+            (LATE, {deduplicated.key, tokenized.key})
+        ]
+        materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated])
+        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+    assert dedup_path(output, LATE).read_bytes() == dedup_path(in_order[0], LATE).read_bytes()
 
 
 def test_explain_says_why_a_document_was_dropped(in_order, capsys):

@@ -27,7 +27,7 @@ from fw_assets.dedup.band_key_index import band_key_index, later_dumps
 from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_file import MinhashFileError
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.policy import MINHASH_POLICY, Scope
 from fw_assets.layout import (
     dedup_path,
     generation_record_path,
@@ -54,15 +54,21 @@ MODULES = tuple(
 )
 # The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
 FINGERPRINT = MINHASH_POLICY.fingerprint()
+# Every earlier dump's band keys, through the external band_key_index, not through minhash: a
+# backfill follows dependencies between the assets it selects, and would take the later dumps too.
+# Only the scope across dumps reads them.
+EARLIER_BAND_KEYS = (
+    [dg.AssetDep(band_key_index, partition_mapping=later_dumps())]
+    if MINHASH_POLICY.scope == Scope.ACROSS_DUMPS
+    else []
+)
 # A decision row (id, bucket, pointer, similarity) compresses to well under 100 bytes.
 DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
 
 
 @dg.asset(
     **PER_DUMP,
-    # Every earlier dump through the external band_key_index, not through minhash: a backfill
-    # follows dependencies between the assets it selects, and would take the later dumps too.
-    deps=[minhash, dg.AssetDep(band_key_index, partition_mapping=later_dumps())],
+    deps=[minhash, *EARLIER_BAND_KEYS],
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
     check_specs=check_specs("deduplicated", DEDUP_CHECKS),
