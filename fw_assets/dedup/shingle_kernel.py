@@ -1,0 +1,150 @@
+"""The fused shingler's loop, compiled by numba: one pass over each document's UTF-8 bytes that
+normalises, splits, hashes words and combines n-grams as fw_assets.dedup.shingles does.
+
+Imported only when a batch is shingled (fw_assets.dedup.fused_shingles), so that loading the
+code location does not load LLVM (fw_assets_tests/test_structure.py).
+"""
+
+import numba
+import numpy as np
+
+from fw_assets.dedup.shingle_tables import DIGIT, FALLBACK, SPACE, WORD
+from fw_assets.dedup.shingles import BYTE_BASE, MULTIPLIER
+
+_ZERO, _ONE = np.uint64(0), np.uint64(1)
+_FOLDED_DIGITS = np.uint64(ord("0") + 1)  # a number's one byte, `0`, as a polynomial term
+_SHIFT = np.uint64(33)
+_MIX1, _MIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
+_compiled = numba.njit(nogil=True, cache=True)
+
+
+@_compiled
+def _fmix64(x):
+    x ^= x >> _SHIFT
+    x *= _MIX1
+    x ^= x >> _SHIFT
+    x *= _MIX2
+    return x ^ (x >> _SHIFT)
+
+
+@_compiled
+def _decode(data, i, end):
+    """The code point starting at data[i] and its length in bytes; -1 if not valid UTF-8."""
+    first = np.int64(data[i])
+    if first < 0x80:
+        return first, 1
+    if first < 0xC2 or first > 0xF4:
+        return -1, 1
+    size = 2 if first < 0xE0 else 3 if first < 0xF0 else 4
+    if i + size > end:
+        return -1, 1
+    code_point = first & (0x7F >> size)
+    for j in range(i + 1, i + size):
+        byte = np.int64(data[j])
+        if byte & 0xC0 != 0x80:
+            return -1, 1
+        code_point = (code_point << 6) | (byte & 0x3F)
+    shortest = 0x800 if size == 3 else 0x10000 if size == 4 else 0x80
+    if code_point < shortest or code_point > 0x10FFFF or 0xD800 <= code_point < 0xE000:
+        return -1, 1
+    return code_point, size
+
+
+@_compiled
+def _digits_end(data, i, end, kinds):
+    while i < end:
+        code_point, size = _decode(data, i, end)
+        if code_point < 0 or kinds[code_point] != DIGIT:
+            break
+        i += size
+    return i
+
+
+@_compiled
+def _number_end(data, i, end, kinds, separators):
+    """Where the number starting at digit data[i] ends: its digit run, then a separator and a
+    second run if one follows (what the DIGITS regex matches, greedily)."""
+    i = _digits_end(data, i, end, kinds)
+    if i < end:
+        code_point, size = _decode(data, i, end)
+        if code_point >= 0 and separators[code_point] and i + size < end:
+            after, _ = _decode(data, i + size, end)
+            if after >= 0 and kinds[after] == DIGIT:
+                i = _digits_end(data, i + size, end, kinds)
+    return i
+
+
+@_compiled
+def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, word_bytes):
+    """(shingle hashes, shingles per document, documents left to the Arrow path: no shingles)."""
+    documents = len(offsets) - 1
+    hashes = np.empty(max(len(data) // 4, 64), np.uint64)
+    counts = np.zeros(documents, np.int64)
+    fallback = np.zeros(documents, np.bool_)
+    window = np.zeros(n, np.uint64)  # the last n word hashes, the oldest at `slot`
+    leaving = _ONE
+    for _ in range(n):
+        leaving *= MULTIPLIER
+    ascii_words = np.zeros(0x80, np.uint8)  # the byte an ASCII letter adds to its word, or 0
+    for code_point in range(0x80):
+        if kinds[code_point] == WORD and word_offsets[code_point + 1] == word_offsets[code_point] + 1:
+            ascii_words[code_point] = word_bytes[word_offsets[code_point]]
+    position = 0
+    for document in range(documents):
+        if not valid[document]:
+            continue
+        begin, words, kind = position, 0, SPACE
+        # The n-gram of the last n words, rolled: times the multiplier, plus the new word, less
+        # the word leaving times multiplier^n (exact, all arithmetic being modulo 2^64).
+        combined, slot = _ZERO, 0
+        window[:] = 0
+        word, power, length = _ZERO, _ONE, 0
+        i, end = offsets[document], offsets[document + 1]
+        while i <= end:
+            size = 1
+            if i < end:
+                code_point = np.int64(data[i])
+                if code_point < 0x80 and ascii_words[code_point]:  # the common case, quickly
+                    power *= BYTE_BASE
+                    word += (ascii_words[code_point] + _ONE) * power
+                    length += 1
+                    i += 1
+                    continue
+                if code_point >= 0x80:
+                    code_point, size = _decode(data, i, end)
+                kind = FALLBACK if code_point < 0 else kinds[code_point]
+                if kind == FALLBACK:
+                    break
+                if kind == WORD:
+                    for j in range(word_offsets[code_point], word_offsets[code_point + 1]):
+                        power *= BYTE_BASE
+                        word += (word_bytes[j] + _ONE) * power
+                    length += word_offsets[code_point + 1] - word_offsets[code_point]
+                    i += size
+                    continue
+                if kind == DIGIT:
+                    power *= BYTE_BASE
+                    word += _FOLDED_DIGITS * power
+                    length += 1
+                    i = _number_end(data, i, end, kinds, separators)
+                    continue
+            # A space or the document's end completes the word so far.
+            if length:
+                word = _fmix64(word ^ np.uint64(length))
+                combined = combined * MULTIPLIER + word - window[slot] * leaving
+                window[slot] = word
+                slot = slot + 1 if slot + 1 < n else 0
+                words += 1
+                if words >= n:
+                    if position == len(hashes):
+                        hashes = np.concatenate((hashes, np.empty(len(hashes), np.uint64)))
+                    hashes[position] = _fmix64(combined)
+                    position += 1
+                word, power, length = _ZERO, _ONE, 0
+            i += size
+        if kind == FALLBACK:
+            fallback[document] = True
+            position = begin
+        else:
+            counts[document] = position - begin
+    return hashes[:position], counts, fallback

@@ -1,0 +1,106 @@
+"""What the normalisation of fw_assets.dedup.shingles does to each code point, as lookup tables
+for the fused shingler (fw_assets.dedup.fused_shingles).
+
+The tables are not a second definition: they are derived by running the Arrow kernels and
+regexes of `normalise` and `words` on every code point, so both paths agree by construction.
+Each code point, lower-cased, is a digit (folds into `0`, digit runs and a separator between two
+runs included), a space (punctuation, symbols, controls and whitespace), or part of a word (its
+NFD decomposition without nonspacing marks, as UTF-8 bytes; possibly none). A code point whose
+effect depends on its neighbours is marked FALLBACK, and a document containing one is shingled
+by the Arrow path: a lower case that is not one code point, a decomposition keeping a mark that
+NFD would reorder against its neighbours (canonical combining class not 0), whitespace that
+Arrow's split and trim do not treat alike.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fw_assets.dedup.shingles import ACCENTS, DIGITS, PUNCTUATION
+
+WORD, SPACE, DIGIT, FALLBACK = 0, 1, 2, 3
+CODE_POINTS = 0x110000
+_SURROGATES = range(0xD800, 0xE000)  # not characters: never in valid UTF-8
+# Marks of the lowest and highest nonzero combining class: NFD moves a mark past one of them
+# exactly when the mark's class is not 0.
+_LOWEST_CLASS_MARK, _HIGHEST_CLASS_MARK = "\u0334", "\u0345"
+
+
+@dataclass(frozen=True)
+class CodePointTables:
+    kinds: np.ndarray  # uint8 per code point: WORD, SPACE, DIGIT or FALLBACK
+    separators: np.ndarray  # bool per code point: joins two digit runs into one number
+    word_offsets: np.ndarray  # int64, code points + 1: word_bytes[word_offsets[c]:...[c + 1]]
+    word_bytes: np.ndarray  # uint8: what a WORD code point adds to its word, UTF-8
+
+
+@cache
+def code_point_tables() -> CodePointTables:
+    characters = _every_character()
+    lower = pc.utf8_lower(characters)
+    digit = _equal(pc.replace_substring_regex(lower, DIGITS, "0"), "0")
+    between_digits = pc.binary_join_element_wise("1", lower, "1", "")
+    separator = _equal(pc.replace_substring_regex(between_digits, DIGITS, "0"), "0") & ~digit
+    space = _equal(pc.replace_substring_regex(lower, PUNCTUATION, " "), " ")
+    kept = pc.replace_substring_regex(pc.utf8_normalize(lower, "NFD"), ACCENTS, "")
+    kept_space, kept_word = _whitespace(kept)
+    reordered = _keeps_a_reordered_mark(kept, characters)
+    single = pc.equal(pc.utf8_length(lower), 1).to_numpy(zero_copy_only=False)
+
+    kinds = np.full(CODE_POINTS, FALLBACK, np.uint8)
+    kinds[kept_word & ~reordered] = WORD
+    kinds[space | kept_space] = SPACE
+    kinds[digit] = DIGIT
+    kinds[~single] = FALLBACK
+    kinds[_SURROGATES.start : _SURROGATES.stop] = FALLBACK
+    words = kept.cast(pa.large_string())
+    offsets = np.frombuffer(words.buffers()[1], np.int64)[: CODE_POINTS + 1].copy()
+    data = np.frombuffer(words.buffers()[2], np.uint8)[: offsets[-1]].copy()
+    return CodePointTables(kinds, separator & single, offsets, data)
+
+
+def _every_character() -> pa.Array:
+    """Every code point as a one-character string (surrogates as a placeholder space)."""
+    code_points = np.arange(CODE_POINTS, dtype=np.uint32)
+    code_points[_SURROGATES.start : _SURROGATES.stop] = ord(" ")
+    data = code_points.tobytes().decode("utf-32-le").encode()
+    lengths = np.searchsorted([0x80, 0x800, 0x10000], code_points, side="right") + 1
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), CODE_POINTS, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _equal(strings: pa.Array, value: str) -> np.ndarray:
+    return pc.equal(strings, value).to_numpy(zero_copy_only=False)
+
+
+def _whitespace(kept: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Which kept strings are all whitespace and which have none, alike for Arrow's split (between
+    two letters) and trim; anything else is neither."""
+    between = pc.binary_join_element_wise("a", kept, "a", "")
+    pieces = pc.list_value_length(pc.utf8_split_whitespace(between)).to_numpy()
+    trimmed = pc.utf8_trim_whitespace(kept)
+    nonempty = pc.greater(pc.utf8_length(kept), 0).to_numpy(zero_copy_only=False)
+    all_space = (pieces == 2) & _equal(trimmed, "") & nonempty
+    no_space = (pieces == 1) & pc.equal(trimmed, kept).to_numpy(zero_copy_only=False)
+    return all_space, no_space
+
+
+def _keeps_a_reordered_mark(kept: pa.Array, characters: pa.Array) -> np.ndarray:
+    """Kept strings holding a character of nonzero combining class (one NFD reorders against
+    its neighbours): harmless for the marks the normalisation removes, not for the others."""
+    alone = pc.utf8_normalize(characters, "NFD")
+    after = pc.binary_join_element_wise(characters, _LOWEST_CLASS_MARK, "")
+    before = pc.binary_join_element_wise(_HIGHEST_CLASS_MARK, characters, "")
+    moved = pc.invert(pc.and_(
+        pc.equal(pc.utf8_normalize(after, "NFD"), pc.binary_join_element_wise(alone, _LOWEST_CLASS_MARK, "")),
+        pc.equal(pc.utf8_normalize(before, "NFD"), pc.binary_join_element_wise(_HIGHEST_CLASS_MARK, alone, "")),
+    ))
+    removed = _equal(pc.replace_substring_regex(characters, ACCENTS, ""), "")
+    marks = np.flatnonzero(moved.to_numpy(zero_copy_only=False) & ~removed)
+    if not len(marks):
+        return np.zeros(CODE_POINTS, bool)
+    pattern = "[" + "".join(f"\\x{{{mark:x}}}" for mark in marks) + "]"
+    return pc.match_substring_regex(kept, pattern).to_numpy(zero_copy_only=False)
