@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.fused_shingles import fused_shingles
 from fw_assets.dedup.shingles import shingles
 from fw_assets.dedup.signatures import band_keys, minhash, permutations
 from fw_assets.synthetic.generator import sample_table
@@ -58,6 +59,10 @@ def vectorised_shingles(texts: pa.Array) -> None:
     shingles(texts, NGRAM)
 
 
+def fused_shingles_alone(texts: pa.Array) -> None:
+    fused_shingles(texts, NGRAM)
+
+
 def numpy_signatures(texts: pa.Array) -> None:
     """The same permutations as fw_assets, one numpy pass per permutation."""
     s = shingles(texts, NGRAM)
@@ -77,9 +82,14 @@ def rensa_signatures(texts: pa.Array) -> None:
     matrix.to_rows()
 
 
-def fw_assets_signatures(texts: pa.Array) -> None:
-    """What write_minhash_file computes: shingles, the numba MinHash kernel, band keys."""
+def arrow_shingles_signatures(texts: pa.Array) -> None:
+    """What write_minhash_file computed before the fused shingler (the same values)."""
     band_keys(minhash(shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
+
+
+def fw_assets_signatures(texts: pa.Array) -> None:
+    """What write_minhash_file computes: fused shingles, the numba MinHash kernel, band keys."""
+    band_keys(minhash(fused_shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
 
 
 CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Arrow array)
@@ -88,7 +98,9 @@ CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Ar
     "datasketch MinHash.update_batch": (datasketch_signatures, False),
     "vectorised shingling alone (Arrow + numpy)": (vectorised_shingles, True),
     "vectorised shingling + numpy MinHash": (numpy_signatures, True),
-    "vectorised shingling + numba MinHash (64-bit) + band keys: fw_assets": (fw_assets_signatures, True),
+    "vectorised shingling + numba MinHash (64-bit) + band keys": (arrow_shingles_signatures, True),
+    "fused shingling alone (numba, fw_assets.dedup.fused_shingles)": (fused_shingles_alone, True),
+    "fused shingling + numba MinHash (64-bit) + band keys: fw_assets": (fw_assets_signatures, True),
     "vectorised shingling + rensa batch (R-MinHash, 32-bit)": (rensa_signatures, True),
 }
 

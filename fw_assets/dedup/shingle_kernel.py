@@ -78,17 +78,18 @@ def _number_end(data, i, end, kinds, separators):
 def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, word_bytes):
     """(shingle hashes, shingles per document, documents left to the Arrow path: no shingles)."""
     documents = len(offsets) - 1
-    hashes = np.empty(max(len(data) // 4, 64), np.uint64)
+    hashes = np.empty(max((offsets[-1] - offsets[0]) // 4, 64), np.uint64)
     counts = np.zeros(documents, np.int64)
     fallback = np.zeros(documents, np.bool_)
     window = np.zeros(n, np.uint64)  # the last n word hashes, the oldest at `slot`
     leaving = _ONE
     for _ in range(n):
         leaving *= MULTIPLIER
-    ascii_words = np.zeros(0x80, np.uint8)  # the byte an ASCII letter adds to its word, or 0
+    # The term (byte + 1) an ASCII letter adds to its word's hash, 0 for any other byte.
+    letter_terms = np.zeros(0x100, np.uint64)
     for code_point in range(0x80):
         if kinds[code_point] == WORD and word_offsets[code_point + 1] == word_offsets[code_point] + 1:
-            ascii_words[code_point] = word_bytes[word_offsets[code_point]]
+            letter_terms[code_point] = word_bytes[word_offsets[code_point]] + _ONE
     position = 0
     for document in range(documents):
         if not valid[document]:
@@ -100,16 +101,22 @@ def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, 
         window[:] = 0
         word, power, length = _ZERO, _ONE, 0
         i, end = offsets[document], offsets[document + 1]
+        # Room for the most shingles a document can have, one a word and a word two bytes with
+        # the space after it; grown here, not per shingle, which would slow the loop by half.
+        most = (end - i + 1) // 2
+        if position + most > len(hashes):
+            hashes = np.concatenate((hashes, np.empty(len(hashes) + most, np.uint64)))
         while i <= end:
             size = 1
             if i < end:
-                code_point = np.int64(data[i])
-                if code_point < 0x80 and ascii_words[code_point]:  # the common case, quickly
+                term = letter_terms[data[i]]
+                if term:  # the common case, quickly
                     power *= BYTE_BASE
-                    word += (ascii_words[code_point] + _ONE) * power
+                    word += term * power
                     length += 1
                     i += 1
                     continue
+                code_point = np.int64(data[i])
                 if code_point >= 0x80:
                     code_point, size = _decode(data, i, end)
                 kind = FALLBACK if code_point < 0 else kinds[code_point]
@@ -136,8 +143,6 @@ def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, 
                 slot = slot + 1 if slot + 1 < n else 0
                 words += 1
                 if words >= n:
-                    if position == len(hashes):
-                        hashes = np.concatenate((hashes, np.empty(len(hashes), np.uint64)))
                     hashes[position] = _fmix64(combined)
                     position += 1
                 word, power, length = _ZERO, _ONE, 0
