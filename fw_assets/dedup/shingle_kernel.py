@@ -81,75 +81,86 @@ def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, 
     hashes = np.empty(max((offsets[-1] - offsets[0]) // 4, 64), np.uint64)
     counts = np.zeros(documents, np.int64)
     fallback = np.zeros(documents, np.bool_)
-    window = np.zeros(n, np.uint64)  # the last n word hashes, the oldest at `slot`
-    leaving = _ONE
-    for _ in range(n):
-        leaving *= MULTIPLIER
-    # The term (byte + 1) an ASCII letter adds to its word's hash, 0 for any other byte.
-    letter_terms = np.zeros(0x100, np.uint64)
-    for code_point in range(0x80):
-        if kinds[code_point] == WORD and word_offsets[code_point + 1] == word_offsets[code_point] + 1:
-            letter_terms[code_point] = word_bytes[word_offsets[code_point]] + _ONE
+    tables = (kinds, separators, word_offsets, word_bytes, _letter_terms(kinds, word_offsets, word_bytes))
+    window = np.zeros(n, np.uint64)
     position = 0
     for document in range(documents):
-        if not valid[document]:
-            continue
-        begin, words, kind = position, 0, SPACE
-        # The n-gram of the last n words, rolled: times the multiplier, plus the new word, less
-        # the word leaving times multiplier^n (exact, all arithmetic being modulo 2^64).
-        combined, slot = _ZERO, 0
-        window[:] = 0
-        word, power, length = _ZERO, _ONE, 0
-        i, end = offsets[document], offsets[document + 1]
+        begin, end = offsets[document], offsets[document + 1]
         # Room for the most shingles a document can have, one a word and a word two bytes with
         # the space after it; grown here, not per shingle, which would slow the loop by half.
-        most = (end - i + 1) // 2
+        most = (end - begin + 1) // 2
         if position + most > len(hashes):
             hashes = np.concatenate((hashes, np.empty(len(hashes) + most, np.uint64)))
-        while i <= end:
-            size = 1
-            if i < end:
-                term = letter_terms[data[i]]
-                if term:  # the common case, quickly
-                    power *= BYTE_BASE
-                    word += term * power
-                    length += 1
-                    i += 1
-                    continue
-                code_point = np.int64(data[i])
-                if code_point >= 0x80:
-                    code_point, size = _decode(data, i, end)
-                kind = FALLBACK if code_point < 0 else kinds[code_point]
-                if kind == FALLBACK:
-                    break
-                if kind == WORD:
-                    for j in range(word_offsets[code_point], word_offsets[code_point + 1]):
-                        power *= BYTE_BASE
-                        word += (word_bytes[j] + _ONE) * power
-                    length += word_offsets[code_point + 1] - word_offsets[code_point]
-                    i += size
-                    continue
-                if kind == DIGIT:
-                    power *= BYTE_BASE
-                    word += _FOLDED_DIGITS * power
-                    length += 1
-                    i = _number_end(data, i, end, kinds, separators)
-                    continue
-            # A space or the document's end completes the word so far.
-            if length:
-                word = _fmix64(word ^ np.uint64(length))
-                combined = combined * MULTIPLIER + word - window[slot] * leaving
-                window[slot] = word
-                slot = slot + 1 if slot + 1 < n else 0
-                words += 1
-                if words >= n:
-                    hashes[position] = _fmix64(combined)
-                    position += 1
-                word, power, length = _ZERO, _ONE, 0
-            i += size
-        if kind == FALLBACK:
-            fallback[document] = True
-            position = begin
-        else:
-            counts[document] = position - begin
+        if valid[document]:
+            written = _shingle_document(data, begin, end, tables, window, hashes[position:])
+            fallback[document] = written < 0
+            counts[document] = max(written, 0)
+            position += counts[document]
     return hashes[:position], counts, fallback
+
+
+@_compiled
+def _letter_terms(kinds, word_offsets, word_bytes):
+    """The term (byte + 1) an ASCII letter adds to its word's hash, 0 for any other byte."""
+    terms = np.zeros(0x100, np.uint64)
+    for code_point in range(0x80):
+        if kinds[code_point] == WORD and word_offsets[code_point + 1] == word_offsets[code_point] + 1:
+            terms[code_point] = word_bytes[word_offsets[code_point]] + _ONE
+    return terms
+
+
+@_compiled
+def _shingle_document(data, i, end, tables, window, out):
+    """Write the shingles of data[i:end] to `out`: how many, or -1 if the document is left to
+    the Arrow path (a FALLBACK code point, invalid UTF-8)."""
+    kinds, separators, word_offsets, word_bytes, letter_terms = tables
+    n, written, words = len(window), 0, 0
+    word, power, length = _ZERO, _ONE, 0
+    # The n-gram of the last n words (`window`, the oldest at `slot`), rolled: times the
+    # multiplier, plus the new word, less the word leaving times multiplier^n (exact modulo 2^64).
+    combined, slot, leaving = _ZERO, 0, _ONE
+    for _ in range(n):
+        leaving *= MULTIPLIER
+    window[:] = 0
+    while i <= end:
+        size = 1
+        if i < end:
+            term = letter_terms[data[i]]
+            if term:  # the common case, quickly
+                power *= BYTE_BASE
+                word += term * power
+                length += 1
+                i += 1
+                continue
+            code_point = np.int64(data[i])
+            if code_point >= 0x80:
+                code_point, size = _decode(data, i, end)
+            kind = FALLBACK if code_point < 0 else kinds[code_point]
+            if kind == FALLBACK:
+                return -1
+            if kind == WORD:
+                for j in range(word_offsets[code_point], word_offsets[code_point + 1]):
+                    power *= BYTE_BASE
+                    word += (word_bytes[j] + _ONE) * power
+                length += word_offsets[code_point + 1] - word_offsets[code_point]
+                i += size
+                continue
+            if kind == DIGIT:
+                power *= BYTE_BASE
+                word += _FOLDED_DIGITS * power
+                length += 1
+                i = _number_end(data, i, end, kinds, separators)
+                continue
+        # A space or the document's end completes the word so far.
+        if length:
+            word = _fmix64(word ^ np.uint64(length))
+            combined = combined * MULTIPLIER + word - window[slot] * leaving
+            window[slot] = word
+            slot = slot + 1 if slot + 1 < n else 0
+            words += 1
+            if words >= n:
+                out[written] = _fmix64(combined)
+                written += 1
+            word, power, length = _ZERO, _ONE, 0
+        i += size
+    return written

@@ -1,4 +1,5 @@
-"""Word n-gram shingles of whole batches of documents, vectorised (Arrow kernels and numpy).
+"""Word n-gram shingles of whole batches of documents, vectorised (Arrow kernels and numpy):
+the definition of a document's shingles.
 
 Text is normalised in datatrove's MinHash steps (lower case; digit runs, decimals included, to
 `0`; punctuation and symbols to spaces; accents stripped; whitespace collapsed), with one
@@ -7,6 +8,9 @@ folds a fixed list of 129 (same words on ASCII text, see BENCHMARKS.md), then sp
 whitespace, and every word hashed once per batch (Arrow's dictionary encoding finds the
 distinct words). A shingle's hash combines its n word hashes in order, so it depends on the
 words alone: the same text gets the same shingles in any batch, at any thread count.
+
+`minhash` files are signed with fw_assets.dedup.fused_shingles, which computes the same values
+in one compiled pass (several times faster) and falls back to this module per document.
 """
 
 from dataclasses import dataclass
