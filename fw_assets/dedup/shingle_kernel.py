@@ -9,22 +9,12 @@ import numba
 import numpy as np
 
 from fw_assets.dedup.shingle_tables import DIGIT, FALLBACK, SPACE, WORD
-from fw_assets.dedup.shingles import BYTE_BASE, MULTIPLIER
+from fw_assets.dedup.shingles import BYTE_BASE, MULTIPLIER, fmix64
 
 _ZERO, _ONE = np.uint64(0), np.uint64(1)
 _FOLDED_DIGITS = np.uint64(ord("0") + 1)  # a number's one byte, `0`, as a polynomial term
-_SHIFT = np.uint64(33)
-_MIX1, _MIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
 _compiled = numba.njit(nogil=True, cache=True)
-
-
-@_compiled
-def _fmix64(x):
-    x ^= x >> _SHIFT
-    x *= _MIX1
-    x ^= x >> _SHIFT
-    x *= _MIX2
-    return x ^ (x >> _SHIFT)
+_fmix64 = _compiled(fmix64)  # the numpy function, compiled for one hash at a time
 
 
 @_compiled
