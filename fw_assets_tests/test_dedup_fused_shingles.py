@@ -49,7 +49,8 @@ def test_every_ascii_character_number_and_spacing_shingles_alike():
 
 def test_random_ascii_shingles_alike():
     rng = np.random.default_rng(14)
-    alphabet = np.array(list(string.ascii_letters + string.digits * 3 + " " * 12 + ".,,..\t\n" + string.punctuation + "\x00\x1f\x7f"))
+    weighted = string.ascii_letters + string.digits * 3 + " " * 12 + ".,,..\t\n" + string.punctuation
+    alphabet = np.array(list(weighted + "\x00\x1f\x7f"))
     texts = ["".join(rng.choice(alphabet, rng.integers(0, 300))) for _ in range(3000)]
     assert_same_shingles(texts)
 
@@ -81,7 +82,7 @@ def test_random_mixes_of_scripts_marks_punctuation_and_emoji_shingle_alike():
     rng = np.random.default_rng(5)
     texts = ["".join(rng.choice(pieces, rng.integers(0, 120))) for _ in range(4000)]
     assert_same_shingles(texts)
-    assert len(left_to_arrow(texts)) < len(texts) // 2
+    assert not left_to_arrow(texts)  # all of them in the compiled pass
 
 
 def test_documents_with_a_context_dependent_code_point_take_the_arrow_path_and_match():
@@ -90,7 +91,8 @@ def test_documents_with_a_context_dependent_code_point_take_the_arrow_path_and_m
     # never reaches Arrow kernels, which refuse it, but the pass leaves such bytes to them.
     reordered = "xa\u0897\u0301b the quick brown fox jumps"
     untabulated = "CJK extension G \U00030000 and private use \U000f0000 \U0010ffff"
-    texts = ["the quick brown fox jumps over", reordered, "Ünïcödé wörds àre fïne hère tôo", reordered, untabulated]
+    plain, accented = "the quick brown fox jumps over", "Ünïcödé wörds àre fïne hère tôo"
+    texts = [plain, reordered, accented, reordered, untabulated]
     assert left_to_arrow(texts) == {reordered, untabulated}
     assert_same_shingles(texts)
     invalid = pa.Array.from_buffers(
@@ -110,7 +112,9 @@ def test_the_minhash_file_of_a_sample_dump_is_byte_identical_to_the_arrow_paths(
 
     def written(name: str) -> tuple[bytes, bytes]:
         output = tmp_path / f"{name}.parquet"
-        minhash_file.write_minhash_file(duckdb.connect(), sources, output, DUMP, MINHASH_POLICY, threads=2, batch_rows=500)
+        minhash_file.write_minhash_file(
+            duckdb.connect(), sources, output, DUMP, MINHASH_POLICY, threads=2, batch_rows=500
+        )
         return output.read_bytes(), (tmp_path / f"{name}.keys.parquet").read_bytes()
 
     fused = written("fused")

@@ -76,7 +76,8 @@ def _characters(code_points: np.ndarray) -> pa.Array:
     data = code_points.astype(np.uint32).tobytes().decode("utf-32-le").encode()
     lengths = np.searchsorted([0x80, 0x800, 0x10000], code_points, side="right") + 1
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), len(code_points), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.string(), len(code_points), buffers)
 
 
 def _joined(before: str, strings: pa.Array, after: str) -> pa.Array:
