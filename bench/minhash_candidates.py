@@ -1,10 +1,11 @@
 """MinHash signature throughput per CPU-second of the candidate libraries, on generated text.
 
-    python -m bench.minhash_candidates [--docs 2000] [--repeat 3]
+    python -m bench.minhash_candidates [--docs 2000] [--repeat 3] [--non-ascii]
 
 Each candidate turns the same FineWeb-Edu-shaped documents into 112 hashes per document from
 word 5-grams (14 bands x 8 rows). CPU seconds are the process's (all threads), best of the
-repeats. datatrove (with spacy), datasketch and rensa come from the bench extra; a missing one
+repeats. `--non-ascii` puts typographic punctuation, an accent and CJK characters in every
+document (the Arrow shingling then normalises all of them to NFD). datatrove (with spacy), datasketch and rensa come from the bench extra; a missing one
 is reported as such.
 """
 
@@ -14,12 +15,15 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.fused_shingles import fused_shingles
 from fw_assets.dedup.shingles import shingles
 from fw_assets.dedup.signatures import band_keys, minhash, permutations
 from fw_assets.synthetic.generator import sample_table
 
+NON_ASCII = {" the ": " thé ", ", ": "’ ", ". ": "” 中文 "}
 PERMUTATIONS = MINHASH_POLICY.permutations
 NGRAM = MINHASH_POLICY.ngram
 
@@ -58,6 +62,10 @@ def vectorised_shingles(texts: pa.Array) -> None:
     shingles(texts, NGRAM)
 
 
+def fused_shingles_alone(texts: pa.Array) -> None:
+    fused_shingles(texts, NGRAM)
+
+
 def numpy_signatures(texts: pa.Array) -> None:
     """The same permutations as fw_assets, one numpy pass per permutation."""
     s = shingles(texts, NGRAM)
@@ -77,9 +85,14 @@ def rensa_signatures(texts: pa.Array) -> None:
     matrix.to_rows()
 
 
-def fw_assets_signatures(texts: pa.Array) -> None:
-    """What write_minhash_file computes: shingles, the numba MinHash kernel, band keys."""
+def arrow_shingles_signatures(texts: pa.Array) -> None:
+    """What write_minhash_file computed before the fused shingler (the same values)."""
     band_keys(minhash(shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
+
+
+def fw_assets_signatures(texts: pa.Array) -> None:
+    """What write_minhash_file computes: fused shingles, the numba MinHash kernel, band keys."""
+    band_keys(minhash(fused_shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
 
 
 CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Arrow array)
@@ -88,7 +101,9 @@ CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Ar
     "datasketch MinHash.update_batch": (datasketch_signatures, False),
     "vectorised shingling alone (Arrow + numpy)": (vectorised_shingles, True),
     "vectorised shingling + numpy MinHash": (numpy_signatures, True),
-    "vectorised shingling + numba MinHash (64-bit) + band keys: fw_assets": (fw_assets_signatures, True),
+    "vectorised shingling + numba MinHash (64-bit) + band keys": (arrow_shingles_signatures, True),
+    "fused shingling alone (numba, fw_assets.dedup.fused_shingles)": (fused_shingles_alone, True),
+    "fused shingling + numba MinHash (64-bit) + band keys: fw_assets": (fw_assets_signatures, True),
     "vectorised shingling + rensa batch (R-MinHash, 32-bit)": (rensa_signatures, True),
 }
 
@@ -107,8 +122,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=None, help="substrings of candidate names")
+    parser.add_argument("--non-ascii", action="store_true", help="replace " + repr(NON_ASCII))
     args = parser.parse_args(argv)
     texts = sample_table("CC-MAIN-2013-20", 0, args.docs)["text"].combine_chunks()
+    for ascii_text, replacement in NON_ASCII.items() if args.non_ascii else ():
+        texts = pc.replace_substring(texts, ascii_text, replacement)
     mb = texts.nbytes / 1e6
     print(f"{args.docs} documents, {mb:.1f} MB of text; best of {args.repeat}")
     print("| candidate | CPU s | docs per CPU-s | MB per CPU-s |\n|---|--:|--:|--:|")

@@ -30,7 +30,10 @@ from fw_assets.run_health import DUCKDB_POOL, heavy_step
 SQL = ("dedup_sorted_keys",)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
-    for name in ("minhash_file", "shingles", "signatures", "sorted_keys", "row_groups", "policy")
+    for name in (
+        "minhash_file", "fused_shingles", "shingle_kernel", "shingle_tables", "shingles",
+        "signatures", "sorted_keys", "row_groups", "policy",
+    )
 )
 FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
 # A signed document takes ~650 bytes: its id, 16 band keys twice (per document and sorted), a

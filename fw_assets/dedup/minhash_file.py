@@ -29,7 +29,7 @@ import duckdb
 
 from fw_assets.dedup.policy import MinhashPolicy
 from fw_assets.dedup.row_groups import write_in_row_groups
-from fw_assets.dedup.shingles import shingles
+from fw_assets.dedup.fused_shingles import fused_shingles
 from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import sorted_keys_path
@@ -116,7 +116,7 @@ def _signed_batch(
     b: np.ndarray,
     schema: pa.Schema,
 ) -> pa.RecordBatch:
-    grams = shingles(rows.column("text"), policy.ngram)
+    grams = fused_shingles(rows.column("text"), policy.ngram)
     signatures = minhash(grams, a, b)
     signed = grams.counts() > 0
     keys = band_keys(signatures, policy)

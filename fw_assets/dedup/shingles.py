@@ -1,4 +1,5 @@
-"""Word n-gram shingles of whole batches of documents, vectorised (Arrow kernels and numpy).
+"""Word n-gram shingles of whole batches of documents, vectorised (Arrow kernels and numpy):
+the definition of a document's shingles.
 
 Text is normalised in datatrove's MinHash steps (lower case; digit runs, decimals included, to
 `0`; punctuation and symbols to spaces; accents stripped; whitespace collapsed), with one
@@ -7,6 +8,9 @@ folds a fixed list of 129 (same words on ASCII text, see BENCHMARKS.md), then sp
 whitespace, and every word hashed once per batch (Arrow's dictionary encoding finds the
 distinct words). A shingle's hash combines its n word hashes in order, so it depends on the
 words alone: the same text gets the same shingles in any batch, at any thread count.
+
+`minhash` files are signed with fw_assets.dedup.fused_shingles, which computes the same values
+in one compiled pass (several times faster) and falls back to this module per document.
 """
 
 from dataclasses import dataclass
@@ -15,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_DIGITS = r"\p{Nd}+([.,،٫⎖⎗⎘]\p{Nd}+)?"
-_PUNCTUATION = r"[\p{P}\p{S}\p{Cc}]"
-_ACCENTS = r"\p{Mn}"
+DIGITS = r"\p{Nd}+([.,،٫⎖⎗⎘]\p{Nd}+)?"
+PUNCTUATION = r"[\p{P}\p{S}\p{Cc}]"
+ACCENTS = r"\p{Mn}"
 
-_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd; golden-ratio constant
-_BYTE_BASE = np.uint64(0x100000001B3)  # FNV prime: polynomial base for word bytes
+MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd; golden-ratio constant
+BYTE_BASE = np.uint64(0x100000001B3)  # FNV prime: polynomial base for word bytes
 
 
 @dataclass(frozen=True)
@@ -37,11 +41,11 @@ class Shingles:
 def normalise(texts: pa.Array) -> pa.Array:
     """Lower case, digits to `0`, punctuation to spaces, accents stripped (NFD minus marks)."""
     texts = pc.utf8_lower(texts)
-    texts = pc.replace_substring_regex(texts, _DIGITS, "0")
-    texts = pc.replace_substring_regex(texts, _PUNCTUATION, " ")
+    texts = pc.replace_substring_regex(texts, DIGITS, "0")
+    texts = pc.replace_substring_regex(texts, PUNCTUATION, " ")
     accented = pc.invert(pc.string_is_ascii(texts))
     if pc.any(accented).as_py():  # NFD costs a pass over the text; ASCII rows have no accents
-        stripped = pc.replace_substring_regex(pc.utf8_normalize(texts, "NFD"), _ACCENTS, "")
+        stripped = pc.replace_substring_regex(pc.utf8_normalize(texts, "NFD"), ACCENTS, "")
         texts = pc.if_else(accented, stripped, texts)
     return texts
 
@@ -64,7 +68,7 @@ def hash_strings(strings: pa.Array) -> np.ndarray:
     offsets = offsets - offsets[0]
     lengths = np.diff(offsets)
     position = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, _BYTE_BASE, np.uint64))
+    powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, BYTE_BASE, np.uint64))
     terms = (data.astype(np.uint64) + np.uint64(1)) * powers[position]
     sums = np.zeros(len(lengths), np.uint64)
     nonempty = lengths > 0
@@ -99,7 +103,7 @@ def shingles(texts: pa.Array, n: int) -> Shingles:
     starts = len(word_hashes) - n + 1
     combined = np.zeros(max(starts, 0), np.uint64)
     for k in range(n):  # polynomial in the word hashes: order matters, as in an n-gram
-        combined = combined * _MULTIPLIER + word_hashes[k : k + len(combined)]
+        combined = combined * MULTIPLIER + word_hashes[k : k + len(combined)]
     counts = np.maximum(np.diff(word_offsets) - n + 1, 0)
     first = np.repeat(word_offsets[:-1], counts)
     within = np.arange(len(first), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)

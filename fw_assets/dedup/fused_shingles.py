@@ -1,0 +1,72 @@
+"""The shingles of fw_assets.dedup.shingles, bit for bit, in one compiled pass over the text.
+
+The Arrow path normalises whole batches with several kernels (lower case, two regexes, NFD),
+splits, encodes a dictionary of words and hashes it: most of a `minhash` step's time. Here a
+numba loop (fw_assets.dedup.shingle_kernel) walks each document's UTF-8 bytes once, looking
+every code point up in tables derived from those same kernels (fw_assets.dedup.shingle_tables).
+A document holding a code point whose effect depends on its neighbours (or invalid UTF-8) is
+shingled by the Arrow path instead, and its shingles are put back in its place.
+"""
+
+import numpy as np
+import pyarrow as pa
+
+from fw_assets.dedup.shingle_tables import code_point_tables
+from fw_assets.dedup.shingles import Shingles, shingles
+
+
+def fused_shingles(texts: pa.Array | pa.ChunkedArray, n: int) -> Shingles:
+    """Equal to `shingles(texts, n)`: the same hashes and offsets."""
+    texts = _utf8_strings(texts)
+    fused, rows = fused_pass(texts, n)
+    if not len(rows):
+        return fused
+    return _merged(fused, rows, shingles(texts.take(pa.array(rows)), n))
+
+
+def fused_pass(texts: pa.Array | pa.ChunkedArray, n: int) -> tuple[Shingles, np.ndarray]:
+    """The compiled pass alone: shingles of the documents it could shingle (none for the
+    others), and the rows of the others, left to the Arrow path."""
+    from fw_assets.dedup.shingle_kernel import shingle_documents  # loads numba
+
+    texts = _utf8_strings(texts)
+    tables = code_point_tables()
+    data, offsets = _utf8_buffers(texts)
+    valid = texts.is_valid().to_numpy(zero_copy_only=False)
+    hashes, counts, fallback = shingle_documents(
+        data, offsets, valid, n,
+        tables.kinds, tables.separators, tables.word_offsets, tables.word_bytes,
+    )
+    return Shingles(hashes, _offsets(counts)), np.flatnonzero(fallback)
+
+
+def _utf8_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if texts.type not in (pa.string(), pa.large_string()):
+        texts = texts.cast(pa.large_string())
+    return texts
+
+
+def _utf8_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    offset_type = np.int64 if texts.type == pa.large_string() else np.int32
+    _, offsets, data = texts.buffers()
+    offsets = np.frombuffer(offsets, offset_type)[texts.offset : texts.offset + len(texts) + 1]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return data, offsets.astype(np.int64)
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def _merged(fused: Shingles, rows: np.ndarray, fallen: Shingles) -> Shingles:
+    """`fused` with the shingles of its documents `rows` (it has none for them) from `fallen`."""
+    counts = fused.counts()
+    counts[rows] = fallen.counts()
+    offsets = _offsets(counts)
+    hashes = np.empty(offsets[-1], np.uint64)
+    for part, documents in ((fused, np.arange(len(counts))), (fallen, rows)):
+        shift = np.repeat(offsets[documents] - part.offsets[:-1], part.counts())
+        hashes[np.arange(len(part.hashes)) + shift] = part.hashes
+    return Shingles(hashes, offsets)
