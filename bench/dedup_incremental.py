@@ -8,7 +8,7 @@ ways:
 - `asset`: the `deduplicated` asset materialized through Dagster, as a user sees it: its decisions,
   checks and metadata, with numba loaded as in a run of the chain. Three figures: the process's
   CPU seconds over the whole `dg.materialize` ("run"), the CPU seconds of the step body alone
-  (its `cpu_seconds` metadata: the run less Dagster's own fixed ~0.4 CPU s around it), and the
+  (its `cpu_seconds` metadata: the run less Dagster's own ~0.25–0.3 CPU s around it), and the
   step's wall seconds from STEP_START to STEP_SUCCESS.
 
     python -m bench.dedup_incremental --root DIR [--rows 100000] [--dumps 8] [--runs 3]
