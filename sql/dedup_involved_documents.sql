@@ -1,4 +1,4 @@
--- Score and signature of the documents that have a verified duplicate (the registered `involved` ids).
+-- Score and signature of the documents in a within-dump cluster (the registered `involved` ids).
 SELECT d.id, d.score, d.signature
 FROM current_documents AS d
 JOIN involved AS i USING (id);

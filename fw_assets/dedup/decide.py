@@ -66,6 +66,31 @@ class Match:
 
 
 @dataclass(frozen=True)
+class EarlierMatches:
+    """The best verified earlier match of each document that has one: `table` (id, duplicate_of,
+    duplicate_of_dump, similarity, rank) and the matches' signatures, row for row."""
+
+    table: pa.Table
+    signatures: np.ndarray
+
+    @classmethod
+    def none(cls) -> "EarlierMatches":
+        schema = pa.schema([*DROP_SCHEMA, ("rank", pa.int64())])
+        return cls(schema.empty_table(), np.zeros((0, 0), np.uint8))
+
+    def matches(self, rows: np.ndarray) -> dict[str, Match]:
+        """The rows at `rows` as Match objects, by document id."""
+        picked = self.table.take(rows).to_pydict()
+        return {
+            doc: Match(other, dump, rank, similarity, self.signatures[row].tobytes())
+            for doc, other, dump, rank, similarity, row in zip(
+                picked["id"], picked["duplicate_of"], picked["duplicate_of_dump"], picked["rank"],
+                picked["similarity"], rows,
+            )
+        }
+
+
+@dataclass(frozen=True)
 class DecisionSummary:
     documents: int
     dropped_within_dump: int
@@ -93,18 +118,19 @@ def decide_dump(
     con.register("current_minhash", current.rows)
     con.execute(load_sql("dedup_current_documents"))
     con.unregister("current_minhash")
-    edges, best = [], {}
+    edges, best = [], EarlierMatches.none()
     if policy.scope is not Scope.OFF:
         edges = _verified_within(current, policy)
-        best = _best_earlier_matches(current, earlier, policy) if earlier else {}
+        if earlier:
+            best = _best_earlier_matches(current, earlier, policy)
     drops = _drops(con, dump, edges, best, policy)
-    con.register("drops", pa.Table.from_pylist(drops, DROP_SCHEMA))
+    con.register("drops", drops)
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
     con.unregister("drops")
-    against_earlier = sum(1 for d in drops if d["duplicate_of_dump"] != dump)
+    within = pc.sum(pc.equal(drops.column("duplicate_of_dump"), dump)).as_py() or 0
     # Fetched to the end: DuckDB refuses `register` while a connection has an unfinished result.
     ((documents,),) = con.execute("SELECT count(*) FROM current_documents").fetchall()
-    return DecisionSummary(documents, len(drops) - against_earlier, against_earlier)
+    return DecisionSummary(documents, within, drops.num_rows - within)
 
 
 def _signatures(column: pa.Array, policy: MinhashPolicy) -> np.ndarray:
@@ -177,7 +203,7 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
 
 def _best_earlier_matches(
     current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
-) -> dict[str, Match]:
+) -> EarlierMatches:
     """Each document's best verified match in the earlier dumps, read one file at a time in crawl
     order into a running best per document: memory follows the dump's own size, not the number of
     earlier dumps a recurring page matches in."""
@@ -187,16 +213,17 @@ def _best_earlier_matches(
             verified = _verified_earlier(current, path, rank, policy)
         best = _better_of(best, _best_per_document(*verified), len(current.ids))
     if best is None or not best[0].num_rows:
-        return {}
+        return EarlierMatches.none()
     found, signatures = best
-    return {
-        doc: Match(other, earlier[rank][0], rank, similarity, signature.tobytes())
-        for doc, other, rank, similarity, signature in zip(
-            current.ids.take(found.column("own")).to_pylist(),
-            found.column("other").to_pylist(), found.column("rank").to_pylist(),
-            found.column("similarity").to_pylist(), signatures,
-        )
-    }
+    dumps = pa.array([d for d, _ in earlier], pa.string())
+    matches = pa.table({
+        "id": current.ids.take(found.column("own")),
+        "duplicate_of": found.column("other"),
+        "duplicate_of_dump": dumps.take(found.column("rank")),
+        "similarity": found.column("similarity"),
+        "rank": found.column("rank"),
+    })
+    return EarlierMatches(matches, signatures)
 
 
 Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
@@ -280,7 +307,7 @@ def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
 
 
 def _involved_documents(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, tuple]:
-    """(score, signature) of the documents with a verified duplicate."""
+    """(score, signature) of the documents in a within-dump cluster."""
     con.register("involved", pa.table({"id": pa.array(sorted(ids), pa.string())}))
     rows = con.sql(load_sql("dedup_involved_documents")).fetchall()
     con.unregister("involved")
@@ -291,22 +318,26 @@ def _drops(
     con: duckdb.DuckDBPyConnection,
     dump: str,
     edges: Sequence[tuple],
-    best: dict[str, Match],
+    best: EarlierMatches,
     policy: MinhashPolicy,
-) -> list[dict]:
-    """A row (id, duplicate_of, duplicate_of_dump, similarity) per dropped document."""
+) -> pa.Table:
+    """A row (id, duplicate_of, duplicate_of_dump, similarity) per dropped document: a document
+    outside any within-dump cluster drops to its own best earlier match as it stands (the common
+    case, columnar); the clusters, a few, are decided one by one."""
     clusters = _clusters(edges)
     clustered = {x for members in clusters for x in members}
-    clusters += [[x] for x in sorted(best) if x not in clustered]
-    documents = _involved_documents(con, clustered | set(best))
+    in_cluster = pc.is_in(best.table.column("id"), pa.array(sorted(clustered), pa.string()))
+    alone = best.table.filter(pc.invert(in_cluster)).select(DROP_SCHEMA.names)
+    matched = best.matches(np.flatnonzero(in_cluster.to_numpy()))
+    documents = _involved_documents(con, clustered)
     drops = []
     for members in clusters:
-        matched = [best[x] for x in members if x in best]
-        if matched:  # the earliest crawl wins: the whole cluster goes
-            cluster_best = min(matched, key=Match.order)
+        own = [matched[x] for x in members if x in matched]
+        if own:  # the earliest crawl wins: the whole cluster goes
+            cluster_best = min(own, key=Match.order)
             for x in members:
-                if x in best:
-                    match, value = best[x], best[x].similarity
+                if x in matched:
+                    match, value = matched[x], matched[x].similarity
                 else:  # dropped with its cluster: its own similarity to the cluster's match
                     match = cluster_best
                     value = _similarity(documents[x][1], match.signature, policy)
@@ -317,7 +348,7 @@ def _drops(
                 if x != kept:
                     value = _similarity(documents[x][1], documents[kept][1], policy)
                     drops.append(_drop(x, kept, dump, value))
-    return drops
+    return pa.concat_tables([alone.cast(DROP_SCHEMA), pa.Table.from_pylist(drops, DROP_SCHEMA)])
 
 
 def _drop(doc: str, duplicate_of: str, duplicate_of_dump: str, similarity: float) -> dict:
