@@ -111,7 +111,7 @@ def decide_once(root: Path, k: int, count: int) -> dict:
     out = root / "decide" / f"{dumps[k]}.parquet"
     out.parent.mkdir(exist_ok=True)
     summary = decide_dump(
-        con, dumps[k], files[dumps[k]], [(d, files[d]) for d in dumps[:k]], out, MINHASH_POLICY
+        con, dumps[k], files[dumps[k]], [(d, files[d]) for d in dumps[:k]], out, MINHASH_POLICY, threads=2
     )
     return {
         "wall": time.perf_counter() - wall,

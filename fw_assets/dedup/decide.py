@@ -16,6 +16,7 @@ processed in nor on the thread count:
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 
 import duckdb
@@ -30,6 +31,7 @@ from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signatures import estimated_jaccard
 from fw_assets.dedup.sorted_keys import matching_rows, read_sorted_keys
 from fw_assets.layout import sorted_keys_path
+from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
 
 DECISION_SCHEMA = pa.schema(
@@ -104,9 +106,11 @@ def decide_dump(
     earlier: Sequence[tuple[str, Path]],
     output: Path,
     policy: MinhashPolicy,
+    threads: int = 1,
 ) -> DecisionSummary:
     """Write one decision per document of `dump` to `output`; `earlier` is (dump, minhash file)
-    of every earlier dump that has one, in any order."""
+    of every earlier dump that has one, in any order, read on `threads` threads (the same bytes at
+    any count)."""
     check_minhash_file(minhash_path, policy, dump)
     earlier = sorted(earlier) if policy.scope is Scope.ACROSS_DUMPS else []
     for earlier_dump, path in earlier:
@@ -122,7 +126,7 @@ def decide_dump(
     if policy.scope is not Scope.OFF:
         edges = _verified_within(current, policy)
         if earlier:
-            best = _best_earlier_matches(current, earlier, policy)
+            best = _best_earlier_matches(current, earlier, policy, threads)
     drops = _drops(con, dump, edges, best, policy)
     con.register("drops", drops)
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
@@ -202,16 +206,21 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
 
 
 def _best_earlier_matches(
-    current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy
+    current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy, threads: int
 ) -> EarlierMatches:
-    """Each document's best verified match in the earlier dumps, read one file at a time in crawl
-    order into a running best per document: memory follows the dump's own size, not the number of
-    earlier dumps a recurring page matches in."""
-    best = None
-    for rank, (earlier_dump, path) in enumerate(earlier):
+    """Each document's best verified match in the earlier dumps, folded in crawl order into a
+    running best per document. The files are read and matched on `threads` threads, no more than
+    `threads` of them at once: memory follows the dump's own size and the thread count, not the
+    number of earlier dumps a recurring page matches in."""
+
+    def matched(ranked: tuple[int, tuple[str, Path]]) -> Matches:
+        rank, (earlier_dump, path) = ranked
         with _named_if_unreadable(path, earlier_dump):
-            verified = _verified_earlier(current, path, rank, policy)
-        best = _better_of(best, _best_per_document(*verified), len(current.ids))
+            return _best_per_document(*_verified_earlier(current, path, rank, policy))
+
+    matches = ordered_map(matched, enumerate(earlier), threads, in_flight=threads)
+    # reduce holds no file's matches once folded in, while the next file is read
+    best = reduce(lambda best, found: _better_of(best, found, len(current.ids)), matches, None)
     if best is None or not best[0].num_rows:
         return EarlierMatches.none()
     found, signatures = best

@@ -90,7 +90,8 @@ def deduplicated(
         staged = staging.path / f"{dump}.parquet"
         try:
             summary = decide_dump(
-                con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY
+                con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
+                threads=warehouse.thread_count(),
             )
         except MinhashFileError as error:
             raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error

@@ -16,7 +16,6 @@ are signed on `threads` threads but written in sequence, so the file is the same
 """
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from fw_assets.dedup.fused_shingles import fused_shingles
 from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import sorted_keys_path
+from fw_assets.lib.ordered_map import ordered_map
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
 DUMP_KEY = b"fw_assets.minhash.dump"
@@ -94,7 +94,7 @@ def write_minhash_file(
             without += batch.column("band_keys").null_count
             yield batch
 
-    signed = _ordered_map(sign, _batches(sources, batch_rows), threads)
+    signed = ordered_map(sign, _batches(sources, batch_rows), threads, in_flight=2 * threads)
     documents = write_in_row_groups(output, schema, counted(signed), ROW_GROUP_ROWS)
     write_sorted_keys(con, output, sorted_keys_path(output), schema.metadata)
     return MinhashSummary(documents, without)
@@ -142,21 +142,6 @@ def _signed_batch(
         ],
         schema=schema,
     )
-
-
-def _ordered_map(function: Callable, items: Iterable, threads: int) -> Iterator:
-    """`map(function, items)` on `threads` threads, in input order, 2 x threads in flight."""
-    if threads <= 1:
-        yield from map(function, items)
-        return
-    with ThreadPoolExecutor(threads) as pool:
-        pending = []
-        for item in items:
-            pending.append(pool.submit(function, item))
-            if len(pending) >= 2 * threads:
-                yield pending.pop(0).result()
-        for future in pending:
-            yield future.result()
 
 
 def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
