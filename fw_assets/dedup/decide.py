@@ -205,6 +205,9 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
     return list(zip(current.ids.take(own).to_pylist(), current.ids.take(anchor).to_pylist()))
 
 
+Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
+
+
 def _best_earlier_matches(
     current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy, threads: int
 ) -> EarlierMatches:
@@ -218,9 +221,9 @@ def _best_earlier_matches(
         with _named_if_unreadable(path, earlier_dump):
             return _best_per_document(*_verified_earlier(current, path, rank, policy))
 
-    matches = ordered_map(matched, enumerate(earlier), threads, in_flight=threads)
+    per_file = ordered_map(matched, enumerate(earlier), threads, in_flight=threads)
     # reduce holds no file's matches once folded in, while the next file is read
-    best = reduce(lambda best, found: _better_of(best, found, len(current.ids)), matches, None)
+    best = reduce(lambda best, found: _better_of(best, found, len(current.ids)), per_file, None)
     if best is None or not best[0].num_rows:
         return EarlierMatches.none()
     found, signatures = best
@@ -233,9 +236,6 @@ def _best_earlier_matches(
         "rank": found.column("rank"),
     })
     return EarlierMatches(matches, signatures)
-
-
-Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
 
 
 def _best_per_document(found: pa.Table, signatures: np.ndarray) -> Matches:
