@@ -1,4 +1,5 @@
 -- One decision per document of the dump, in id order: kept unless the registered `drops` names it.
+-- `current_documents` (id, bucket) is registered from the rows the decisions read, checksums verified.
 SELECT
     d.id,
     d.bucket,

@@ -119,22 +119,19 @@ def decide_dump(
         check_minhash_file(path, policy, earlier_dump)
     with _named_if_unreadable(minhash_path, dump):
         current = CurrentDump.read(minhash_path, policy)
-    con.register("current_minhash", current.rows)
-    con.execute(load_sql("dedup_current_documents"))
-    con.unregister("current_minhash")
     edges, best = [], EarlierMatches.none()
     if policy.scope is not Scope.OFF:
         edges = _verified_within(current, policy)
         if earlier:
             best = _best_earlier_matches(current, earlier, policy, threads)
-    drops = _drops(con, dump, edges, best, policy)
+    drops = _drops(current, dump, edges, best, policy)
+    con.register("current_documents", current.rows.select(["id", "bucket"]))
     con.register("drops", drops)
     _write_decisions(con.sql(load_sql("dedup_decisions")), output, dump, policy)
     con.unregister("drops")
+    con.unregister("current_documents")
     within = pc.sum(pc.equal(drops.column("duplicate_of_dump"), dump)).as_py() or 0
-    # Fetched to the end: DuckDB refuses `register` while a connection has an unfinished result.
-    ((documents,),) = con.execute("SELECT count(*) FROM current_documents").fetchall()
-    return DecisionSummary(documents, within, drops.num_rows - within)
+    return DecisionSummary(current.rows.num_rows, within, drops.num_rows - within)
 
 
 def _signatures(column: pa.Array, policy: MinhashPolicy) -> np.ndarray:
@@ -154,8 +151,8 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
 class CurrentDump:
     """What deciding needs of the dump being decided, in memory: its minhash rows (id, bucket,
     score, signature), its ids and signatures in minhash-file order and its sorted band keys.
-    The rows are read once with their page checksums verified and handed to DuckDB, whose parquet
-    reader does not verify them."""
+    The rows are read once with their page checksums verified (DuckDB's parquet reader does not
+    verify them), and only its id and bucket columns are handed to DuckDB, to write the decisions."""
 
     rows: pa.Table
     ids: pa.Array
@@ -166,7 +163,6 @@ class CurrentDump:
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
         columns = ["id", "bucket", "score", "signature"]
         rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True)
-        rows = rows.combine_chunks()
         signatures = _signatures(rows.column("signature").combine_chunks(), policy)
         keys = read_sorted_keys(sorted_keys_path(minhash_path))
         return cls(rows, rows.column("id").combine_chunks(), signatures, keys)
@@ -223,10 +219,9 @@ def _best_earlier_matches(
 
     per_file = ordered_map(matched, enumerate(earlier), threads, in_flight=threads)
     # reduce holds no file's matches once folded in, while the next file is read
-    best = reduce(lambda best, found: _better_of(best, found, len(current.ids)), per_file, None)
-    if best is None or not best[0].num_rows:
+    found, signatures = reduce(_better_of, per_file)
+    if not found.num_rows:
         return EarlierMatches.none()
-    found, signatures = best
     dumps = pa.array([d for d, _ in earlier], pa.string())
     matches = pa.table({
         "id": current.ids.take(found.column("own")),
@@ -239,30 +234,20 @@ def _best_earlier_matches(
 
 
 def _best_per_document(found: pa.Table, signatures: np.ndarray) -> Matches:
-    """The best of one earlier file's matches of each document: highest similarity, then least id."""
-    order = pc.sort_indices(
-        found, [("own", "ascending"), ("similarity", "descending"), ("other", "ascending")]
-    ).to_numpy()
+    """Each document's best match: highest similarity, then earliest dump, then least id."""
+    order = pc.sort_indices(found, [
+        ("own", "ascending"), ("similarity", "descending"), ("rank", "ascending"), ("other", "ascending"),
+    ]).to_numpy()
     own = found.column("own").to_numpy()[order]
     first = order[np.flatnonzero(np.diff(own, prepend=-1))]  # own rows are >= 0
     return found.take(first), signatures[first]
 
 
-def _better_of(best: Matches | None, later: Matches, documents: int) -> Matches:
-    """The running best after a later earlier dump's: it replaces a document's best only with a
-    higher similarity (on a tie, the earlier dump wins)."""
-    if best is None:
-        return later
-    (found, signatures), (later_found, later_signatures) = best, later
-    similarity = np.full(documents, -np.inf)
-    similarity[found.column("own").to_numpy()] = found.column("similarity").to_numpy()
-    later_own = later_found.column("own").to_numpy()
-    wins = later_found.column("similarity").to_numpy() > similarity[later_own]
-    replaced = np.zeros(documents, bool)
-    replaced[later_own[wins]] = True
-    stays = ~replaced[found.column("own").to_numpy()]
-    merged = pa.concat_tables([found.filter(stays), later_found.filter(wins)]).combine_chunks()
-    return merged, np.concatenate([signatures[stays], later_signatures[wins]])
+def _better_of(best: Matches, later: Matches) -> Matches:
+    """The running best after a later earlier dump's matches."""
+    return _best_per_document(
+        pa.concat_tables([best[0], later[0]]).combine_chunks(), np.concatenate([best[1], later[1]])
+    )
 
 
 def _verified_earlier(
@@ -315,16 +300,19 @@ def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
     return list(components.values())
 
 
-def _involved_documents(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, tuple]:
+def _scores_and_signatures(current: CurrentDump, ids: set[str]) -> dict[str, tuple[float, bytes]]:
     """(score, signature) of the documents in a within-dump cluster."""
-    con.register("involved", pa.table({"id": pa.array(sorted(ids), pa.string())}))
-    rows = con.sql(load_sql("dedup_involved_documents")).fetchall()
-    con.unregister("involved")
-    return {doc: (score, signature) for doc, score, signature in rows}
+    wanted = pa.array(sorted(ids), pa.string())
+    rows = pc.index_in(wanted, value_set=current.ids).to_numpy()
+    scores = current.rows.column("score").take(rows).to_pylist()
+    return {
+        doc: (score, current.signatures[row].tobytes())
+        for doc, score, row in zip(wanted.to_pylist(), scores, rows)
+    }
 
 
 def _drops(
-    con: duckdb.DuckDBPyConnection,
+    current: CurrentDump,
     dump: str,
     edges: Sequence[tuple],
     best: EarlierMatches,
@@ -338,7 +326,7 @@ def _drops(
     in_cluster = pc.is_in(best.table.column("id"), pa.array(sorted(clustered), pa.string()))
     alone = best.table.filter(pc.invert(in_cluster)).select(DROP_SCHEMA.names)
     matched = best.matches(np.flatnonzero(in_cluster.to_numpy()))
-    documents = _involved_documents(con, clustered)
+    documents = _scores_and_signatures(current, clustered)
     drops = []
     for members in clusters:
         own = [matched[x] for x in members if x in matched]

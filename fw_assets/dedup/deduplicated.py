@@ -44,10 +44,7 @@ from fw_assets.partitions import PER_DUMP, dump_partitions
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
-SQL = (
-    "dedup_current_documents",
-    "dedup_involved_documents", "dedup_decisions", "dedup_sorted_keys", *dedup_checks.CHECKS_SQL,
-)
+SQL = ("dedup_decisions", "dedup_sorted_keys", *dedup_checks.CHECKS_SQL)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
     for name in ("decide", "checks", "sorted_keys", "minhash_file", "signatures", "row_groups", "policy")
