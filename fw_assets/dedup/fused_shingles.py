@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from fw_assets.dedup.shingle_tables import code_point_tables
-from fw_assets.dedup.shingles import Shingles, shingles
+from fw_assets.dedup.shingles import Shingles, offsets_of, shingles, string_buffers
 
 
 def fused_shingles(texts: pa.Array | pa.ChunkedArray, n: int) -> Shingles:
@@ -31,13 +31,13 @@ def fused_pass(texts: pa.Array | pa.ChunkedArray, n: int) -> tuple[Shingles, np.
 
     texts = _utf8_strings(texts)
     tables = code_point_tables()
-    data, offsets = _utf8_buffers(texts)
+    data, offsets = string_buffers(texts)
     valid = texts.is_valid().to_numpy(zero_copy_only=False)
     hashes, counts, fallback = shingle_documents(
         data, offsets, valid, n,
         tables.kinds, tables.separators, tables.word_offsets, tables.word_bytes,
     )
-    return Shingles(hashes, _offsets(counts)), np.flatnonzero(fallback)
+    return Shingles(hashes, offsets_of(counts)), np.flatnonzero(fallback)
 
 
 def _utf8_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -48,23 +48,11 @@ def _utf8_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     return texts
 
 
-def _utf8_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    offset_type = np.int64 if texts.type == pa.large_string() else np.int32
-    _, offsets, data = texts.buffers()
-    offsets = np.frombuffer(offsets, offset_type)[texts.offset : texts.offset + len(texts) + 1]
-    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    return data, offsets.astype(np.int64)
-
-
-def _offsets(counts: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
 def _merged(fused: Shingles, rows: np.ndarray, fallen: Shingles) -> Shingles:
     """`fused` with the shingles of its documents `rows` (it has none for them) from `fallen`."""
     counts = fused.counts()
     counts[rows] = fallen.counts()
-    offsets = _offsets(counts)
+    offsets = offsets_of(counts)
     hashes = np.empty(offsets[-1], np.uint64)
     for part, documents in ((fused, np.arange(len(counts))), (fallen, rows)):
         shift = np.repeat(offsets[documents] - part.offsets[:-1], part.counts())

@@ -15,7 +15,7 @@ Documents are read in the order given (bucket, file, row) and written in that or
 are signed on `threads` threads but written in sequence, so the file is the same at any count.
 """
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,8 +153,8 @@ def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
 
 def _check_file(path: Path, expected: pa.Schema, policy: MinhashPolicy, dump: str) -> None:
     try:
-        metadata = pq.read_schema(path).metadata or {}
-        schema = pq.read_schema(path).remove_metadata()
+        found_schema = pq.read_schema(path)
+        metadata, schema = found_schema.metadata or {}, found_schema.remove_metadata()
     except (OSError, pa.ArrowException) as error:
         message = f"{path}: not a readable minhash file ({error}); re-materialize its minhash"
         raise MinhashFileError(message) from error

@@ -8,7 +8,7 @@ code location does not load LLVM (fw_assets_tests/test_structure.py).
 import numba
 import numpy as np
 
-from fw_assets.dedup.shingle_tables import DIGIT, FALLBACK, SPACE, WORD
+from fw_assets.dedup.shingle_tables import DIGIT, FALLBACK, WORD
 from fw_assets.dedup.shingles import BYTE_BASE, MULTIPLIER, fmix64
 
 _ZERO, _ONE = np.uint64(0), np.uint64(1)

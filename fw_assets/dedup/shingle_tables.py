@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fw_assets.dedup.shingles import ACCENTS, DIGITS, PUNCTUATION
+from fw_assets.dedup.shingles import ACCENTS, DIGITS, PUNCTUATION, string_buffers
 
 WORD, SPACE, DIGIT, FALLBACK = 0, 1, 2, 3
 CODE_POINTS = 0x110000
@@ -82,10 +82,7 @@ def _characters(code_points: np.ndarray) -> pa.Array:
 
 def _joined(before: str, strings: pa.Array, after: str) -> pa.Array:
     """`before + s + after` for each string s (pc.binary_join_element_wise, 20 x faster)."""
-    strings = strings.cast(pa.large_string())
-    offsets = np.frombuffer(strings.buffers()[1], np.int64)[strings.offset :][: len(strings) + 1]
-    data = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-    offsets = offsets - offsets[0]
+    data, offsets = string_buffers(strings)
     head, tail = np.frombuffer(before.encode(), np.uint8), np.frombuffer(after.encode(), np.uint8)
     joined_offsets = offsets + np.arange(len(offsets)) * (len(head) + len(tail))
     joined = np.empty(joined_offsets[-1], np.uint8)

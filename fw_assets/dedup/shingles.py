@@ -59,13 +59,24 @@ def fmix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(33))
 
 
+def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of `strings` (a string array of either offset width) and each string's
+    offsets into them (int64, the first 0), without copying the bytes."""
+    strings = strings.cast(pa.large_string())
+    _, offsets, data = strings.buffers()
+    offsets = np.frombuffer(offsets, np.int64)[strings.offset : strings.offset + len(strings) + 1]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return data[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
+def offsets_of(counts: np.ndarray) -> np.ndarray:
+    """Where each of consecutive runs of `counts` items starts, and the total (int64)."""
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
 def hash_strings(strings: pa.Array) -> np.ndarray:
     """A 64-bit hash of each string's UTF-8 bytes (polynomial over the bytes, then mixed)."""
-    strings = strings.cast(pa.large_string())
-    offsets = np.frombuffer(strings.buffers()[1], np.int64)
-    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
-    data = np.frombuffer(strings.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-    offsets = offsets - offsets[0]
+    data, offsets = string_buffers(strings)
     lengths = np.diff(offsets)
     position = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     powers = np.cumprod(np.full(int(lengths.max(initial=0)) + 1, BYTE_BASE, np.uint64))
@@ -89,7 +100,7 @@ def words(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         parents = parents[~empty.to_numpy(zero_copy_only=False)]
         flat = flat.filter(pc.invert(empty))
     counts = np.bincount(parents, minlength=len(split))
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    offsets = offsets_of(counts)
     encoded = pc.dictionary_encode(flat)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()
@@ -108,4 +119,4 @@ def shingles(texts: pa.Array, n: int) -> Shingles:
     first = np.repeat(word_offsets[:-1], counts)
     within = np.arange(len(first), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     hashes = fmix64(combined[first + within]) if len(first) else np.zeros(0, np.uint64)
-    return Shingles(hashes, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+    return Shingles(hashes, offsets_of(counts))
