@@ -76,13 +76,9 @@ def load_like_the_chain() -> float:
     import pandas  # noqa: F401
 
     from fw_assets.dedup.signatures import _compiled_least_images
-    from fw_assets.dedup.sorted_keys import matching_rows
 
     _compiled_least_images()(np.zeros(1, np.uint64), np.zeros(2, np.int64), np.ones(1, np.uint64), np.ones(1, np.uint64))
-    cpu = time.process_time()
-    empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
-    matching_rows(empty, empty)
-    return time.process_time() - cpu
+    return cold_numba_load()
 
 
 def cold_numba_load() -> float:
@@ -130,19 +126,17 @@ def asset_once(root: Path, k: int, count: int) -> dict:
     dump = dumps_of(count)[k]
     numba_cpu = load_like_the_chain()
     with dg.instance_for_test() as instance:
-        wall, cpu = time.perf_counter(), time.process_time()
+        cpu = time.process_time()
         result = dg.materialize(
             [deduplicated], partition_key=dump, resources=resources(root), instance=instance
         )
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        cpu = time.process_time() - cpu
     (success,) = result.get_step_success_events()
     (materialization,) = result.asset_materializations_for_node(deduplicated.op.name)
     metadata = {key: value.value for key, value in materialization.metadata.items()}
     return {
         "wall": success.event_specific_data.duration_ms / 1000,
         "cpu": cpu,
-        "materialize_wall": wall,
-        "decide_wall": metadata["decide_seconds"],
         "step_cpu": metadata["cpu_seconds"],
         "numba_cpu": numba_cpu,
         "documents": metadata["documents"],
