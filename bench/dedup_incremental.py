@@ -85,10 +85,12 @@ def cold_numba_load() -> float:
     """CPU seconds a process pays to load numba and the merge kernel from its cache when nothing
     else loaded numba before (a re-run of `deduplicated` alone, e.g. by `stale_dedup`)."""
     cpu = time.process_time()
-    from fw_assets.dedup.sorted_keys import matching_rows
+    import pyarrow as pa
 
-    empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
-    matching_rows(empty, empty)
+    from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, matching_rows
+
+    one_key = pa.table({"key": [1], "row": [0]}, schema=SORTED_KEYS_SCHEMA)
+    matching_rows((np.zeros(0, np.uint64), np.zeros(0, np.uint32)), one_key)
     return time.process_time() - cpu
 
 

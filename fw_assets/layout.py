@@ -5,8 +5,9 @@
     <source_root>/planted/<dump>.parquet                   generated dumps only: planted copies' ground truth
     <output_root>/selection/<dump>.parquet                 sampled: every row's decision
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
-    <output_root>/minhash/<dump>.parquet                   minhash: band keys and signatures
-    <output_root>/minhash/<dump>.keys.parquet              minhash: the band keys sorted by key
+    <output_root>/minhash/<dump>.parquet                   minhash: band keys and text starts
+    <output_root>/minhash/<dump>.signatures.arrow          minhash: ids and b-bit signatures
+    <output_root>/minhash/<dump>.keys.arrow                minhash: the band keys sorted by key
     <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
     <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, report.md,
@@ -100,13 +101,23 @@ def recorded_bucket_files(output_root: Path, record: dict) -> dict[str, tuple[in
 
 
 def minhash_path(output_root: Path, dump: str) -> Path:
-    """Each bucketed document's LSH band keys and b-bit signature (fw_assets.dedup.minhash_file)."""
+    """Each bucketed document's LSH band keys (fw_assets.dedup.minhash_file)."""
     return output_root / "minhash" / f"{dump}.parquet"
+
+
+def signatures_path(minhash: Path) -> Path:
+    """The ids and b-bit signatures of a minhash file's documents, row for row, beside it."""
+    return minhash.with_name(minhash.name.removesuffix(".parquet") + ".signatures.arrow")
 
 
 def sorted_keys_path(minhash: Path) -> Path:
     """The band keys of a minhash file sorted by key, beside it (fw_assets.dedup.sorted_keys)."""
-    return minhash.with_name(minhash.name.removesuffix(".parquet") + ".keys.parquet")
+    return minhash.with_name(minhash.name.removesuffix(".parquet") + ".keys.arrow")
+
+
+def minhash_files(minhash: Path) -> tuple[Path, Path, Path]:
+    """A minhash file and the two files beside it that are published with it."""
+    return minhash, signatures_path(minhash), sorted_keys_path(minhash)
 
 
 def dedup_path(output_root: Path, dump: str) -> Path:

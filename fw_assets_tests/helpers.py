@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -79,6 +80,18 @@ def damage_first_page(path: Path, column: str) -> None:
     (chunk,) = [c for c in chunks if c.path_in_schema == column]
     start = (chunk.dictionary_page_offset or chunk.data_page_offset) + 64
     data = bytearray(path.read_bytes())
+    data[start : start + 256] = bytes(range(256))
+    path.write_bytes(bytes(data))
+
+
+def damage_arrow_values(path: Path, column: str) -> None:
+    """Overwrite 256 bytes of an Arrow file from where `column`'s first value is stored, leaving
+    its size, message headers and footer intact: only the record batch's digest can tell."""
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    first = table.column(column).drop_null()[0].as_py()
+    stored = first if isinstance(first, bytes) else np.uint64(first).tobytes()  # binary or uint64
+    data = bytearray(path.read_bytes())
+    start = data.index(stored)
     data[start : start + 256] = bytes(range(256))
     path.write_bytes(bytes(data))
 

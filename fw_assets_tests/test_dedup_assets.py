@@ -21,11 +21,11 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.definitions import defs
-from fw_assets.layout import dedup_path, minhash_path, sorted_keys_path, source_dump_dir
+from fw_assets.layout import dedup_path, minhash_path, signatures_path, sorted_keys_path, source_dump_dir
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import CHAIN, damage_first_page, materialize_dump
+from fw_assets_tests.helpers import CHAIN, damage_arrow_values, materialize_dump
 
 EARLY, LATE = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
 ROWS = 1_500
@@ -179,16 +179,14 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
     assert first_pass != dedup_path(output, LATE).read_bytes()  # decided alone, it kept more
 
 
-@pytest.mark.parametrize(("damaged_file", "column"), [("keys", "key"), ("minhash", "signature")])
+@pytest.mark.parametrize(("file_of", "column"), [(sorted_keys_path, "key"), (signatures_path, "signature")])
 def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(
-    source, in_order, tmp_path, damaged_file, column
+    source, in_order, tmp_path, file_of, column
 ):
     output = tmp_path / "damaged"
     shutil.copytree(in_order[0], output)
-    damaged = minhash_path(output, EARLY)
-    if damaged_file == "keys":
-        damaged = sorted_keys_path(damaged)
-    damage_first_page(damaged, column)  # same size, so the generation record does not notice
+    damaged = file_of(minhash_path(output, EARLY))
+    damage_arrow_values(damaged, column)  # same size, so the generation record does not notice
     before = dedup_path(output, LATE).read_bytes()
     result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
     assert not result.success
@@ -203,7 +201,7 @@ def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_i
 ):
     output = tmp_path / "repaired"
     shutil.copytree(in_order[0], output)
-    damage_first_page(minhash_path(output, EARLY), "signature")
+    damage_arrow_values(signatures_path(minhash_path(output, EARLY)), "signature")
     with dg.DagsterInstance.ephemeral() as instance:
         failed = materialize_dump(
             source, output, LATE, instance=instance, assets=[minhash, deduplicated], raise_on_error=False

@@ -17,13 +17,12 @@ import pytest
 from bench.dedup_quality import DUMPS, PARAGRAPH_SHARE, caught_share, datatrove_kept_ids, planted_pairs
 from fw_assets.dedup.decide import decide_dump
 from fw_assets.dedup.explain import explain
-from fw_assets.dedup.minhash_file import MinhashFileError, minhash_schema, write_minhash_file
+from fw_assets.dedup.minhash_file import MinhashFileError, signed_schema, write_minhash_file, write_signed
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
-from fw_assets.dedup.row_groups import write_in_row_groups
-from fw_assets.dedup.sorted_keys import write_sorted_keys
-from fw_assets.layout import sorted_keys_path
+from fw_assets.layout import minhash_files as published_together
+from fw_assets.layout import signatures_path, sorted_keys_path
 from fw_assets.synthetic.generator import write_sample_dumps
-from fw_assets_tests.helpers import damage_first_page
+from fw_assets_tests.helpers import damage_arrow_values, damage_first_page
 
 ROWS = 2_000  # per dump
 # Planted copies have word 5-gram Jaccard 0.8-0.9 with their template: 16 x 7 bands make such a
@@ -173,7 +172,7 @@ def test_same_bytes_whatever_order_the_dumps_are_processed_in(root, minhash, dec
     late = {dump: tmp_path / "late" / f"{dump}.parquet" for dump in DUMPS}
     (tmp_path / "late").mkdir()
     for dump in DUMPS[::-1]:  # minhash materialized newest first: each decided before its elders exist
-        for source, target in ((minhash[dump], late[dump]), *keys_files(minhash[dump], late[dump])):
+        for source, target in zip(published_together(minhash[dump]), published_together(late[dump])):
             shutil.copy(source, target)
         decide(late, tmp_path / "first-pass", order=[dump])
     first_pass = tmp_path / "first-pass" / f"{DUMPS[-1]}.parquet"
@@ -192,31 +191,30 @@ def test_same_bytes_at_one_and_two_threads_and_any_batch_size(root, minhash, dec
         assert redone[dump].read_bytes() == decisions[dump].read_bytes()
 
 
-def keys_files(source: Path, target: Path) -> list[tuple[Path, Path]]:
-    return [(sorted_keys_path(source), sorted_keys_path(target))]
-
-
 @pytest.mark.parametrize(
     ("damage", "dump"),
     [
         ("truncated", DUMPS[0]),
-        ("key_pages", DUMPS[0]),
-        ("signature_pages", DUMPS[0]),
-        ("signature_pages", DUMPS[1]),  # the dump's own file: DuckDB reads it without checksums
-        ("score_pages", DUMPS[1]),
+        ("keys_batch", DUMPS[0]),
+        ("signatures_batch", DUMPS[0]),
+        ("signatures_batch", DUMPS[1]),  # the dump's own file
+        ("score_pages", DUMPS[1]),  # DuckDB reads it without checksums
         ("other_policy", DUMPS[0]),
     ],
 )
 def test_a_bad_minhash_file_is_named_and_nothing_is_written(root, minhash, tmp_path, damage, dump):
-    """Damaged pages (footer, sizes and page headers intact) are found by their checksums."""
+    """Damaged pages or record batches (footer, sizes and headers intact) are found by their
+    checksums and digests."""
     files = dict(minhash)
     bad = tmp_path / f"{dump}.parquet"
-    for source, target in ((minhash[dump], bad), *keys_files(minhash[dump], bad)):
+    for source, target in zip(published_together(minhash[dump]), published_together(bad)):
         shutil.copy(source, target)
     if damage == "truncated":
         bad.write_bytes(minhash[dump].read_bytes()[:-100])
-    elif damage == "key_pages":
-        damage_first_page(sorted_keys_path(bad), "key")
+    elif damage == "keys_batch":
+        damage_arrow_values(sorted_keys_path(bad), "key")
+    elif damage == "signatures_batch":
+        damage_arrow_values(signatures_path(bad), "signature")
     elif damage.endswith("_pages"):
         damage_first_page(bad, damage.removesuffix("_pages"))
     else:
@@ -265,11 +263,11 @@ def test_memory_stays_flat_when_pages_recur_in_every_earlier_dump(root, minhash,
 
 
 def handmade_minhash_file(path: Path, dump: str, documents: dict[str, tuple[int, int]]) -> Path:
-    """A minhash file (and its keys file) of documents given as id -> (their key in band 0, a seed
+    """A minhash file (and the files beside it) of documents given as id -> (their key in band 0, a seed
     drawing their signature) instead of texts: their keys in the other bands are numbered by their
     position in id order (so the n-th documents of two files share them), and
     documents with equal seeds have equal signatures (estimated Jaccard 1), others about 0."""
-    policy, schema = MINHASH_POLICY, minhash_schema(MINHASH_POLICY, dump)
+    policy, schema = MINHASH_POLICY, signed_schema(MINHASH_POLICY, dump)
     ids = sorted(documents)
     keys = [
         [documents[doc][0], *range(100 * (i + 1), 100 * (i + 1) + policy.bands - 1)]
@@ -281,10 +279,22 @@ def handmade_minhash_file(path: Path, dump: str, documents: dict[str, tuple[int,
     ]
     columns = [ids, ["3.0"] * len(ids), [3.0] * len(ids), keys, signatures, ids]
     batch = pa.record_batch([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
-    write_in_row_groups(path, schema, [batch], len(ids))
     with duckdb.connect(":memory:") as con:
-        write_sorted_keys(con, path, sorted_keys_path(path), schema.metadata)
+        write_signed(con, path, policy, dump, [batch])
     return path
+
+
+def test_a_signatures_file_from_another_signing_of_the_dump_is_refused(tmp_path):
+    """The three files of a minhash publication go together: a signatures file of other rows of
+    the same dump and policy (copied in by hand) is named, and nothing is decided."""
+    dump = DUMPS[0]
+    path = handmade_minhash_file(tmp_path / f"{dump}.parquet", dump, {"a": (7, 1), "b": (8, 2)})
+    (tmp_path / "other").mkdir()
+    other = handmade_minhash_file(tmp_path / "other" / f"{dump}.parquet", dump, {"a": (7, 1), "c": (8, 2)})
+    shutil.copy(signatures_path(other), signatures_path(path))
+    with pytest.raises(MinhashFileError, match=re.escape(str(path)) + ".*holds other ids or rows"):
+        decide({dump: path}, tmp_path / "dedup", order=[dump])
+    assert not (tmp_path / "dedup" / f"{dump}.parquet").exists()
 
 
 def test_members_unlike_their_band_key_s_least_id_but_alike_are_clustered(tmp_path):

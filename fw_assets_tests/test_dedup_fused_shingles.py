@@ -15,6 +15,7 @@ from fw_assets.dedup import minhash_file
 from fw_assets.dedup.fused_shingles import fused_pass, fused_shingles
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.dedup.shingles import shingles
+from fw_assets.layout import minhash_files
 from fw_assets.synthetic.generator import sample_table
 
 DUMP = "CC-MAIN-2013-20"
@@ -110,12 +111,12 @@ def test_the_minhash_file_of_a_sample_dump_is_byte_identical_to_the_arrow_paths(
     pq.write_table(pa.table({"id": ids, "text": texts, "score": [3.0] * len(texts)}), tmp_path / "b.parquet")
     sources = [("3.0", tmp_path / "b.parquet")]
 
-    def written(name: str) -> tuple[bytes, bytes]:
+    def written(name: str) -> list[bytes]:
         output = tmp_path / f"{name}.parquet"
         minhash_file.write_minhash_file(
             duckdb.connect(), sources, output, DUMP, MINHASH_POLICY, threads=2, batch_rows=500
         )
-        return output.read_bytes(), (tmp_path / f"{name}.keys.parquet").read_bytes()
+        return [path.read_bytes() for path in minhash_files(output)]
 
     fused = written("fused")
     monkeypatch.setattr(minhash_file, "fused_shingles", shingles)

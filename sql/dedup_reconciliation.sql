@@ -3,8 +3,8 @@
 -- an earlier dump's minhash file), kept when it is in this dump.
 --
 --   $decisions  the staged decision file;  $bucketed  the dump's bucketed parquet files
---   $dump  the dump decided;  $pointed  the minhash files of the dumps the pointers name, and
---   registered `pointed_files` (path, dump) saying whose each is
+--   $dump  the dump decided;  registered `pointed_ids` (id, dump): the documents of the minhash
+--   files of the dumps the pointers name whose id some drop points at
 WITH decisions AS (
     SELECT * FROM read_parquet($decisions)
 ),
@@ -13,12 +13,6 @@ bucketed AS (
 ),
 pointers AS (
     SELECT id, duplicate_of, duplicate_of_dump FROM decisions WHERE NOT keep
-),
-pointed AS (
-    SELECT m.id, f.dump
-    FROM read_parquet($pointed, filename = true) AS m
-    JOIN pointed_files AS f ON f.path = m.filename
-    WHERE m.id IN (SELECT duplicate_of FROM pointers)
 ),
 problems AS (
     SELECT 'decision_missing' AS rule, b.id
@@ -32,7 +26,7 @@ problems AS (
     UNION ALL
     SELECT 'pointer_unknown', p.id
     FROM pointers AS p
-    ANTI JOIN pointed AS x ON x.id = p.duplicate_of AND x.dump = p.duplicate_of_dump
+    ANTI JOIN pointed_ids AS x ON x.id = p.duplicate_of AND x.dump = p.duplicate_of_dump
     UNION ALL
     SELECT 'pointer_not_earlier', id
     FROM pointers WHERE duplicate_of_dump > $dump

@@ -1,5 +1,5 @@
-"""`band_key_index`: the sorted band keys of each signed dump, `minhash/<dump>.keys.parquet`, as
-the dumps decided later see them.
+"""`band_key_index`: the sorted band keys and the signatures of each signed dump,
+`minhash/<dump>.keys.arrow` and `minhash/<dump>.signatures.arrow`, as the dumps decided later see them.
 
 An external asset, observed by `minhash` when it publishes a dump's files (data version: that
 publication's generation). `deduplicated` of a dump depends on it for every strictly earlier dump,
@@ -20,8 +20,9 @@ band_key_index = dg.AssetSpec(
     partitions_def=dump_partitions,
     group_name="dedup_index",
     deps=[dg.AssetKey("minhash")],
-    description="The band keys of a dump's documents sorted by key, `minhash/<dump>.keys.parquet`, "
-    "written by `minhash` and read by `deduplicated` of every later dump. Observed, not "
+    description="The band keys of a dump's documents sorted by key and their signatures, "
+    "`minhash/<dump>.keys.arrow` and `minhash/<dump>.signatures.arrow`, written by `minhash` and "
+    "read by `deduplicated` of every later dump. Observed, not "
     "materialized: its data version is the generation of the dump's minhash publication.",
 )
 

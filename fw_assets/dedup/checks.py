@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
+from fw_assets.dedup.minhash_file import read_signatures
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.lib.markdown import table
 from fw_assets.lib.sql import load_sql
@@ -79,7 +81,7 @@ def check_decisions(
     """Both checks of one dump's staged decision file; `minhash_files` (dump -> file) holds this
     dump's and every earlier one's."""
     return [
-        _reconciliation(con, dump, decisions, bucketed, minhash_files),
+        _reconciliation(con, dump, decisions, bucketed, minhash_files, policy),
         _drop_share(bucket_drops(con, decisions, dump), policy),
     ]
 
@@ -90,24 +92,34 @@ def _reconciliation(
     decisions: Path,
     bucketed: Sequence[Path],
     minhash_files: Mapping[str, Path],
+    policy: MinhashPolicy,
 ) -> CheckOutcome:
     named = con.execute(load_sql("dedup_pointed_dumps"), {"decisions": str(decisions)}).fetchall()
     pointed = {d: minhash_files[d] for (d,) in named if d in minhash_files} | {dump: minhash_files[dump]}
-    con.register("pointed_files", pa.table({
-        "path": [str(p) for p in pointed.values()], "dump": list(pointed),
-    }))
+    targets = pq.read_table(decisions, columns=["duplicate_of"]).column(0).drop_null().unique()
+    con.register("pointed_ids", _ids_among(pointed, targets, policy))
     try:
         rows = con.execute(load_sql("dedup_reconciliation"), {
             "decisions": str(decisions), "bucketed": [str(p) for p in bucketed], "dump": dump,
-            "pointed": [str(p) for p in pointed.values()],
         }).fetchall()
     finally:
-        con.unregister("pointed_files")
+        con.unregister("pointed_ids")
     violations = [
         Violation(rule, "id", n, f"{count_rows(n)}: {_PROBLEMS[rule]} ({rule})", examples=tuple(examples))
         for rule, n, examples in rows
     ]
     return DEDUP_RECONCILIATION.outcome(violations, {"decisions_checked": str(decisions.name)})
+
+
+def _ids_among(files: Mapping[str, Path], wanted: pa.Array, policy: MinhashPolicy) -> pa.Table:
+    """(id, dump) of the documents of the minhash files (dump -> file) whose id is `wanted`, read
+    in place from the ids beside them (their digests verified)."""
+    tables = []
+    for dump, path in files.items():
+        ids = read_signatures(path, policy).column("id")
+        found = ids.filter(pc.is_in(ids, value_set=wanted))
+        tables.append(pa.table({"id": found, "dump": pa.array([dump] * len(found), pa.string())}))
+    return pa.concat_tables(tables)
 
 
 def _drop_share(buckets: Mapping[str, BucketDrops], policy: MinhashPolicy) -> CheckOutcome:
@@ -138,6 +150,7 @@ def example_pairs(
     dump: str,
     decisions: Path,
     minhash_files: Mapping[str, Path],
+    policy: MinhashPolicy,
 ) -> str:
     """A markdown table of example drops: ids, dumps, similarity, the start of both texts, read
     from the minhash files (`minhash_files`: dump -> file, this dump's and the earlier ones')."""
@@ -151,7 +164,7 @@ def example_pairs(
         (source_dump, doc): start
         for source_dump, ids in wanted.items()
         if source_dump in minhash_files
-        for doc, start in _text_starts(minhash_files[source_dump], ids).items()
+        for doc, start in _text_starts(minhash_files[source_dump], ids, policy).items()
     }
     rows = [
         (
@@ -164,17 +177,23 @@ def example_pairs(
     return table(header, rows)
 
 
-def _text_starts(minhash_file: Path, ids: set[str]) -> dict[str, str]:
-    """The text starts of `ids` in a minhash file, from the row groups that hold them only."""
-    wanted = pa.array(sorted(ids), pa.string())
+def _text_starts(minhash_file: Path, ids: set[str], policy: MinhashPolicy) -> dict[str, str]:
+    """The text starts of `ids` in a minhash file: their rows found in the ids beside it (read in
+    place), their text starts read from the row groups holding them only."""
+    signed = read_signatures(minhash_file, policy).column("id")
+    found = pc.is_in(signed, value_set=pa.array(sorted(ids), pa.string()))
+    rows = np.flatnonzero(found.to_numpy(zero_copy_only=False))
     parquet = pq.ParquetFile(minhash_file)
-    groups = [
-        g for g in range(parquet.num_row_groups)
-        if pc.any(pc.is_in(parquet.read_row_group(g, ["id"]).column("id"), wanted)).as_py()
-    ]
-    rows = parquet.read_row_groups(groups, ["id", "text_start"])
-    rows = rows.filter(pc.is_in(rows.column("id"), wanted))
-    return dict(zip(rows.column("id").to_pylist(), rows.column("text_start").to_pylist()))
+    group_starts = np.cumsum([0] + [
+        parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)
+    ])
+    group_of = np.searchsorted(group_starts, rows, side="right") - 1
+    starts = {}
+    for group in np.unique(group_of).tolist():
+        in_group = rows[group_of == group]
+        texts = parquet.read_row_group(group, ["text_start"]).column(0).take(in_group - group_starts[group])
+        starts.update(zip(signed.take(in_group).to_pylist(), texts.to_pylist()))
+    return starts
 
 
 def _code(value: str) -> str:

@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file
+from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, read_signatures
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signatures import estimated_jaccard
-from fw_assets.dedup.sorted_keys import matching_rows, read_sorted_keys
+from fw_assets.dedup.sorted_keys import key_arrays, matching_rows, read_sorted_keys
 from fw_assets.layout import sorted_keys_path
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
@@ -150,9 +150,9 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
 @dataclass(frozen=True)
 class CurrentDump:
     """What deciding needs of the dump being decided, in memory: its minhash rows (id, bucket,
-    score, signature), its ids and signatures in minhash-file order and its sorted band keys.
-    The rows are read once with their page checksums verified (DuckDB's parquet reader does not
-    verify them), and only its id and bucket columns are handed to DuckDB, to write the decisions."""
+    score), its ids and signatures in minhash-file order and its sorted band keys. The rows are
+    read once with their page checksums verified (DuckDB's parquet reader does not verify them),
+    and only its id and bucket columns are handed to DuckDB, to write the decisions."""
 
     rows: pa.Table
     ids: pa.Array
@@ -161,11 +161,15 @@ class CurrentDump:
 
     @classmethod
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
-        columns = ["id", "bucket", "score", "signature"]
+        columns = ["id", "bucket", "score"]
         rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True)
-        signatures = _signatures(rows.column("signature").combine_chunks(), policy)
-        keys = read_sorted_keys(sorted_keys_path(minhash_path))
-        return cls(rows, rows.column("id").combine_chunks(), signatures, keys)
+        signed = read_signatures(minhash_path, policy)
+        ids = rows.column("id").combine_chunks()
+        if not signed.column("id").combine_chunks().equals(ids):
+            raise ValueError("its signatures file holds other ids or rows; re-materialize its minhash")
+        signatures = _signatures(signed.column("signature").combine_chunks(), policy)
+        keys = key_arrays(read_sorted_keys(sorted_keys_path(minhash_path)))
+        return cls(rows, ids, signatures, keys)
 
 
 def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[str, str]]:
@@ -254,10 +258,11 @@ def _verified_earlier(
     current: CurrentDump, path: Path, rank: int, policy: MinhashPolicy
 ) -> tuple[pa.Table, np.ndarray]:
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
-    and pass verification, as (own row, other id, similarity, rank), and the others' signatures."""
+    and pass verification, as (own row, other id, similarity, rank), and the others' signatures.
+    Of the earlier file's signatures only the rows sharing a key are taken (read in place)."""
     own, other = matching_rows(current.keys, read_sorted_keys(sorted_keys_path(path)))
-    table = pq.read_table(path, columns=["id", "signature"], page_checksum_verification=True)
-    other_signatures = _signatures(table.column("signature").combine_chunks(), policy)[other]
+    table = read_signatures(path, policy)
+    other_signatures = _signatures(table.column("signature").take(other).combine_chunks(), policy)
     similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
     passed = np.flatnonzero(similarity >= policy.verify_threshold)
     verified = pa.table({

@@ -48,7 +48,7 @@ SQL = ("dedup_decisions", "dedup_sorted_keys", *dedup_checks.CHECKS_SQL)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
     for name in ("decide", "checks", "sorted_keys", "minhash_file", "signatures", "row_groups", "policy")
-)
+) + ("fw_assets.lib.checked_arrow",)
 # The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
 FINGERPRINT = MINHASH_POLICY.fingerprint()
 # Every earlier dump's band keys, through the external band_key_index, not through minhash: a
@@ -192,5 +192,6 @@ def _metadata(
         )
     )
     metadata["similarity_of_drops"] = dg.MetadataValue.md(similarity_histogram(con, decisions))
-    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, minhash_files))
+    pairs = example_pairs(con, dump, decisions, minhash_files, MINHASH_POLICY)
+    metadata["example_pairs"] = dg.MetadataValue.md(pairs)
     return metadata

@@ -1,4 +1,4 @@
-"""`minhash`: each bucketed document's LSH band keys and b-bit signature, one file per dump."""
+"""`minhash`: each bucketed document's LSH band keys and b-bit signature, one set of files per dump."""
 
 import json
 import time
@@ -14,8 +14,8 @@ from fw_assets.layout import (
     generation_record_path,
     minhash_path,
     publication_name,
+    minhash_files,
     recorded_bucket_files,
-    sorted_keys_path,
     spill_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
@@ -34,7 +34,7 @@ MODULES = tuple(
         "minhash_file", "fused_shingles", "shingle_kernel", "shingle_tables", "shingles",
         "signatures", "sorted_keys", "row_groups", "policy",
     )
-)
+) + ("fw_assets.lib.checked_arrow",)
 FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
 # A signed document takes ~650 bytes: its id, 16 band keys twice (per document and sorted), a
 # 224-byte signature and its text's first 80 characters (585 measured on generated texts).
@@ -47,8 +47,9 @@ BYTES_PER_DOCUMENT = 650
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
     description="Each bucketed document's MinHash-LSH band keys and b-bit signature: "
-    "`minhash/<dump>.parquet` (id, bucket, score, band_keys, signature, text_start) and "
-    "`minhash/<dump>.keys.parquet` (the band keys sorted by key, for the dumps decided later).",
+    "`minhash/<dump>.parquet` (id, bucket, score, band_keys, text_start), and for the dumps "
+    "decided later `minhash/<dump>.signatures.arrow` (id, signature) and `minhash/<dump>.keys.arrow` "
+    "(the band keys sorted by key).",
 )
 def minhash(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
@@ -78,7 +79,7 @@ def minhash(
             )
         target = minhash_path(root, dump)
         record = staging.publish(
-            {target: staged, sorted_keys_path(target): sorted_keys_path(staged)},
+            dict(zip(minhash_files(target), minhash_files(staged))),
             {"documents": summary.documents, "bucketed_generation": bucketed_record["generation"]},
         )
     # at once, so later dumps' decisions made from here on count as having read these keys
@@ -90,7 +91,7 @@ def minhash(
             "documents": summary.documents,
             "without_shingles": summary.without_shingles,
             "bytes_written": dg.MetadataValue.int(
-                sum(p.stat().st_size for p in (target, sorted_keys_path(target)))
+                sum(p.stat().st_size for p in minhash_files(target))
             ),
             "seconds": round(seconds, 2),
             "documents_per_second": round(summary.documents / max(seconds, 1e-9)),

@@ -1,21 +1,24 @@
-"""The `minhash` file of a dump: each bucketed document's band keys and b-bit signature.
+"""The `minhash` file of a dump: each bucketed document's band keys, and the files beside it.
 
-Columns `id`, `bucket`, `score`, `band_keys` (one uint64 per band, null for a document with
-fewer words than the n-gram), `signature` (the low bits of every hash, for verifying
-candidates: 224 bytes a document at 112 x 16 bits, against 896 for the full 64-bit hashes) and
-`text_start` (the text's first 80 characters, shown beside the decisions' example pairs without
-decoding any dump's texts again). The policy's signature fingerprint (which covers the file's
-columns) and the dump are in the parquet key-value metadata, so a file from another policy or an
-older version of this module is refused by name instead of silently mixing signatures.
+`<dump>.parquet` has columns `id`, `bucket`, `score`, `band_keys` (one uint64 per band, null for
+a document with fewer words than the n-gram) and `text_start` (the text's first 80 characters,
+shown beside the decisions' example pairs without decoding any dump's texts again).
 
-Beside it, `<dump>.keys.parquet` holds the band keys sorted by key, for the dumps decided later
-(fw_assets.dedup.sorted_keys); both files carry the same metadata and are checked together.
+Beside it, for the dumps decided later, two checksummed Arrow files read in place
+(fw_assets.lib.checked_arrow): `<dump>.signatures.arrow`, the `id` and `signature` of the same
+rows (the low bits of every hash, for verifying candidates: 224 bytes a document at 112 x 16
+bits, against 896 for the full 64-bit hashes), of which a later dump reads only the rows sharing
+a key; and `<dump>.keys.arrow`, the band keys sorted by key (fw_assets.dedup.sorted_keys).
+
+All three carry the policy's signature fingerprint (which covers the files' columns) and the dump
+in their metadata, so a file from another policy or an older version of this module is refused by
+name instead of silently mixing signatures.
 
 Documents are read in the order given (bucket, file, row) and written in that order; batches
-are signed on `threads` threads but written in sequence, so the file is the same at any count.
+are signed on `threads` threads but written in sequence, so the files are the same at any count.
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,11 +30,12 @@ import pyarrow.parquet as pq
 import duckdb
 
 from fw_assets.dedup.policy import MinhashPolicy
-from fw_assets.dedup.row_groups import write_in_row_groups
+from fw_assets.dedup.row_groups import in_row_groups, parquet_writer
 from fw_assets.dedup.fused_shingles import fused_shingles
 from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
-from fw_assets.layout import sorted_keys_path
+from fw_assets.layout import signatures_path, sorted_keys_path
+from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
 from fw_assets.lib.ordered_map import ordered_map
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
@@ -44,7 +48,8 @@ class MinhashFileError(ValueError):
     """A minhash file that cannot be used: unreadable, wrong columns, or another policy's."""
 
 
-def minhash_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
+def signed_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
+    """A signed batch: the minhash file's columns and the signature, split on writing."""
     signature_bytes = policy.permutations * policy.signature_bits // 8
     return pa.schema(
         [
@@ -60,6 +65,16 @@ def minhash_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
             DUMP_KEY: dump.encode(),
         },
     )
+
+
+def minhash_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
+    signed = signed_schema(policy, dump)
+    return signed.remove(signed.get_field_index("signature"))
+
+
+def signatures_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
+    signed = signed_schema(policy, dump)
+    return pa.schema([signed.field("id"), signed.field("signature")], metadata=signed.metadata)
 
 
 @dataclass(frozen=True)
@@ -79,7 +94,7 @@ def write_minhash_file(
 ) -> MinhashSummary:
     """Sign every document of `sources` ((bucket, bucketed parquet file) pairs) into `output`, and
     sort its band keys into the keys file beside it (with `con`)."""
-    schema = minhash_schema(policy, dump)
+    schema = signed_schema(policy, dump)
     a, b = permutations(policy)
 
     def sign(batch: tuple[str, pa.RecordBatch]) -> pa.RecordBatch:
@@ -95,9 +110,32 @@ def write_minhash_file(
             yield batch
 
     signed = ordered_map(sign, _batches(sources, batch_rows), threads, in_flight=2 * threads)
-    documents = write_in_row_groups(output, schema, counted(signed), ROW_GROUP_ROWS)
-    write_sorted_keys(con, output, sorted_keys_path(output), schema.metadata)
+    documents = write_signed(con, output, policy, dump, counted(signed))
     return MinhashSummary(documents, without)
+
+
+def write_signed(
+    con: duckdb.DuckDBPyConnection,
+    output: Path,
+    policy: MinhashPolicy,
+    dump: str,
+    batches: Iterable[pa.RecordBatch],
+) -> int:
+    """Write signed batches (`signed_schema`) as the minhash file `output`, its signatures file,
+    and its sorted keys (with `con`); returns the documents written."""
+    schema, parquet_schema = signed_schema(policy, dump), minhash_schema(policy, dump)
+    signatures = signatures_schema(policy, dump)
+    documents = 0
+    with (
+        parquet_writer(output, parquet_schema) as parquet,
+        CheckedArrowWriter(signatures_path(output), signatures) as arrow,
+    ):
+        for table in in_row_groups(batches, schema, ROW_GROUP_ROWS):
+            parquet.write_table(table.select(parquet_schema.names), row_group_size=ROW_GROUP_ROWS)
+            arrow.write(table.select(signatures.names))
+            documents += table.num_rows
+    write_sorted_keys(con, output, sorted_keys_path(output), schema.metadata)
+    return documents
 
 
 def _batches(
@@ -145,15 +183,28 @@ def _signed_batch(
 
 
 def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
-    """Raise MinhashFileError naming the file unless it and its keys file are readable minhash
-    files of `dump` written under `policy`."""
-    _check_file(path, minhash_schema(policy, "").remove_metadata(), policy, dump)
-    _check_file(sorted_keys_path(path), SORTED_KEYS_SCHEMA, policy, dump)
+    """Raise MinhashFileError naming the file unless it and the two files beside it are readable
+    minhash files of `dump` written under `policy`."""
+    _check_file(path, pq.read_schema, minhash_schema(policy, ""), policy, dump)
+    _check_file(signatures_path(path), read_arrow_schema, signatures_schema(policy, ""), policy, dump)
+    _check_file(sorted_keys_path(path), read_arrow_schema, SORTED_KEYS_SCHEMA, policy, dump)
 
 
-def _check_file(path: Path, expected: pa.Schema, policy: MinhashPolicy, dump: str) -> None:
+def read_signatures(path: Path, policy: MinhashPolicy) -> pa.Table:
+    """The (id, signature) table beside the minhash file at `path`, memory-mapped, its digests
+    verified; a damaged file raises ValueError naming it."""
+    table = read_checked_arrow(signatures_path(path))
+    expected = signatures_schema(policy, "").remove_metadata()
+    if not table.schema.remove_metadata().equals(expected):
+        raise ValueError(f"{signatures_path(path)}: columns {table.schema} differ from {expected}")
+    return table
+
+
+def _check_file(
+    path: Path, read_schema: Callable[[Path], pa.Schema], expected: pa.Schema, policy: MinhashPolicy, dump: str
+) -> None:
     try:
-        found_schema = pq.read_schema(path)
+        found_schema = read_schema(path)
         metadata, schema = found_schema.metadata or {}, found_schema.remove_metadata()
     except (OSError, pa.ArrowException) as error:
         message = f"{path}: not a readable minhash file ({error}); re-materialize its minhash"
@@ -167,6 +218,7 @@ def _check_file(path: Path, expected: pa.Schema, policy: MinhashPolicy, dump: st
             f"this run uses {policy.signature_fingerprint()};"
             " re-materialize its dump's minhash with the current policy"
         )
+    expected = expected.remove_metadata()
     if not schema.equals(expected):
         raise MinhashFileError(f"{path}: columns {schema} differ from a minhash file's {expected}")
     found_dump = metadata.get(DUMP_KEY, b"").decode()

@@ -23,8 +23,9 @@ class Scope(StrEnum):
 # either changes, so files written before are refused as "another policy".
 SHINGLING_VERSION = 1
 # Version of the `minhash` file's columns (fw_assets.dedup.minhash_file); bump it when they change,
-# so that files written before are refused by the same fingerprint check. 2: `text_start` added.
-MINHASH_FILE_VERSION = 2
+# so that files written before are refused by the same fingerprint check. 2: `text_start` added;
+# 3: signatures and sorted keys in checksummed Arrow files beside it.
+MINHASH_FILE_VERSION = 3
 
 
 @dataclass(frozen=True)
