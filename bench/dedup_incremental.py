@@ -87,10 +87,10 @@ def cold_numba_load() -> float:
     cpu = time.process_time()
     import pyarrow as pa
 
-    from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, matching_rows
+    from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, key_index, matching_rows
 
     one_key = pa.table({"key": [1], "row": [0]}, schema=SORTED_KEYS_SCHEMA)
-    matching_rows((np.zeros(0, np.uint64), np.zeros(0, np.uint32)), one_key)
+    matching_rows(key_index(np.zeros(0, np.uint64), np.zeros(0, np.uint32)), one_key)
     return time.process_time() - cpu
 
 

@@ -29,7 +29,7 @@ from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, r
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signatures import estimated_jaccard
-from fw_assets.dedup.sorted_keys import key_arrays, matching_rows, read_sorted_keys
+from fw_assets.dedup.sorted_keys import KeyIndex, key_arrays, key_index, matching_rows, read_sorted_keys
 from fw_assets.layout import sorted_keys_path
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
@@ -216,10 +216,12 @@ def _best_earlier_matches(
     `threads` of them at once: memory follows the dump's own size and the thread count, not the
     number of earlier dumps a recurring page matches in."""
 
+    index = key_index(*current.keys)
+
     def matched(ranked: tuple[int, tuple[str, Path]]) -> Matches:
         rank, (earlier_dump, path) = ranked
         with _named_if_unreadable(path, earlier_dump):
-            return _best_per_document(*_verified_earlier(current, path, rank, policy))
+            return _best_per_document(*_verified_earlier(current, index, path, rank, policy))
 
     per_file = ordered_map(matched, enumerate(earlier), threads, in_flight=threads)
     # reduce holds no file's matches once folded in, while the next file is read
@@ -255,12 +257,12 @@ def _better_of(best: Matches, later: Matches) -> Matches:
 
 
 def _verified_earlier(
-    current: CurrentDump, path: Path, rank: int, policy: MinhashPolicy
+    current: CurrentDump, index: KeyIndex, path: Path, rank: int, policy: MinhashPolicy
 ) -> tuple[pa.Table, np.ndarray]:
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
     and pass verification, as (own row, other id, similarity, rank), and the others' signatures.
     Of the earlier file's signatures only the rows sharing a key are taken (read in place)."""
-    own, other = matching_rows(current.keys, read_sorted_keys(sorted_keys_path(path)))
+    own, other = matching_rows(index, read_sorted_keys(sorted_keys_path(path)))
     table = read_signatures(path, policy)
     other_signatures = _signatures(table.column("signature").take(other).combine_chunks(), policy)
     similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)

@@ -1,12 +1,14 @@
 """A dump's band keys sorted by key (`<dump>.keys.arrow` beside its minhash file).
 
-Deciding a dump reads the band keys of every earlier dump. Sorted, each earlier file is matched
-against the dump's own sorted keys in one merge pass (numba) over two flat uint64 columns: no
+Deciding a dump reads the band keys of every earlier dump. Each earlier file is probed against
+an index of the dump's own keys (KeyIndex) in one pass (numba) over its flat uint64 column: no
 hash table rebuilt per earlier dump, no list column unnested. The file is checksummed Arrow,
-memory-mapped: an earlier dump costs about its merge, not the decoding of its 12 bytes a key
-(the key and its row in the minhash file).
+memory-mapped: an earlier dump costs about that pass, not the decoding of its 12 bytes a key
+(the key and its row in the minhash file). Sorted, the keys are probed in order, so both tables
+of the index are walked front to back, as a merge would walk the keys.
 """
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -47,66 +49,90 @@ def key_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     return table.column("key").to_numpy(), table.column("row").to_numpy()
 
 
+@dataclass(frozen=True)
+class KeyIndex:
+    """The dump's own sorted keys with two tables over their top bits, built once per decision:
+    `present`, a bitmap of about 16 bits a key (a key whose bit is clear is not there: ~94 % of an
+    earlier dump's keys are ruled out by one bit test), and `starts`, where the keys of each bucket
+    of the top `bucket_bits` begin (about one key a bucket). An earlier dump's sorted keys are then
+    probed in one pass whose steps do not depend on each other, unlike a merge's (BENCHMARKS.md)."""
+
+    keys: np.ndarray
+    rows: np.ndarray
+    present: np.ndarray
+    starts: np.ndarray
+    bucket_bits: int
+
+    @property
+    def present_bits(self) -> int:
+        return self.bucket_bits + 4
+
+
+def key_index(keys: np.ndarray, rows: np.ndarray) -> KeyIndex:
+    bucket_bits = min(max(len(keys).bit_length() - 1, 1), 40)
+    present = np.zeros(1 << (bucket_bits + 1), np.uint8)  # 2^(bucket_bits + 4) bits
+    starts = np.zeros((1 << bucket_bits) + 1, np.int64)
+    build, _ = _compiled_kernels()
+    build(keys, np.uint64(64 - bucket_bits - 4), np.uint64(64 - bucket_bits), present, starts)
+    return KeyIndex(keys, rows, present, starts, bucket_bits)
+
+
 @cache
-def _compiled_merge():
-    """The merge below compiled by numba, imported here so that loading the code location does not
-    load LLVM (fw_assets_tests/test_structure.py)."""
+def _compiled_kernels():
+    """The two loops below compiled by numba, imported here so that loading the code location does
+    not load LLVM (fw_assets_tests/test_structure.py)."""
     import numba
 
-    return numba.njit(nogil=True, cache=True)(_merge)
+    return tuple(numba.njit(nogil=True, cache=True)(f) for f in (_build, _probe))
 
 
-def _merge(left_keys, left_rows, right_keys, right_rows, out_left, out_right):  # pragma: no cover
-    """Walk both sorted key arrays once; every pair of rows under an equal key is counted, and
-    written to the outputs while they have room."""
-    i = j = n = 0
-    room = len(out_left)
-    while i < len(left_keys) and j < len(right_keys):
-        a, b = left_keys[i], right_keys[j]
-        if a != b:  # the common case, without a branch on which side is behind
-            i += a < b
-            j += b < a
-        else:
-            key = a
-            i_end, j_end = i, j
-            while i_end < len(left_keys) and left_keys[i_end] == key:
-                i_end += 1
-            while j_end < len(right_keys) and right_keys[j_end] == key:
-                j_end += 1
-            for a in range(i, i_end):
-                for b in range(j, j_end):
+def _build(keys, present_shift, bucket_shift, present, starts):  # pragma: no cover
+    for key in keys:
+        bit = key >> present_shift
+        present[bit >> np.uint64(3)] |= np.uint8(1) << np.uint8(bit & np.uint64(7))
+        starts[(key >> bucket_shift) + np.uint64(1)] += 1
+    for bucket in range(1, len(starts)):
+        starts[bucket] += starts[bucket - 1]
+
+
+def _probe(keys, rows, present, starts, present_shift, bucket_shift, other_keys, other_rows, out, out_other):  # pragma: no cover
+    """Every pair of rows under an equal key is counted, and written to the outputs while they
+    have room."""
+    n = 0
+    room = len(out)
+    for j in range(len(other_keys)):
+        key = other_keys[j]
+        bit = key >> present_shift
+        if (present[bit >> np.uint64(3)] >> np.uint8(bit & np.uint64(7))) & np.uint8(1):
+            bucket = key >> bucket_shift
+            for i in range(starts[bucket], starts[bucket + np.uint64(1)]):
+                if keys[i] == key:
                     if n < room:
-                        out_left[n] = left_rows[a]
-                        out_right[n] = right_rows[b]
+                        out[n] = rows[i]
+                        out_other[n] = other_rows[j]
                     n += 1
-            i, j = i_end, j_end
     return n
 
 
-def matching_rows(left: tuple[np.ndarray, np.ndarray], right: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(left row, right row) of every distinct pair sharing at least one key, ordered; `right` is
-    a sorted keys table, merged a record batch at a time (in place, no copy) against the part of
-    `left` its keys span."""
-    left_keys, left_rows = left
+def matching_rows(index: KeyIndex, other: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(own row, other row) of every distinct pair sharing at least one key, ordered; `other` is
+    a sorted keys table, probed a record batch at a time (in place, no copy)."""
     pairs = [np.empty(0, np.int64)]
-    for batch in right.to_batches():
-        keys, rows = batch.column(0).to_numpy(), batch.column(1).to_numpy()
-        if not len(keys):
-            continue
-        lo = np.searchsorted(left_keys, keys[0], side="left")
-        hi = np.searchsorted(left_keys, keys[-1], side="right")
-        pairs.append(_merged_pairs((left_keys[lo:hi], left_rows[lo:hi]), (keys, rows)))
+    for batch in other.to_batches():
+        pairs.append(_probed_pairs(index, batch.column(0).to_numpy(), batch.column(1).to_numpy()))
     pairs = np.unique(np.concatenate(pairs))
     return pairs >> 32, pairs & 0xFFFFFFFF
 
 
-def _merged_pairs(left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """left row << 32 | right row of every pair of rows under an equal key."""
-    room = len(left[0]) // 8 + 1024  # one pass when under an eighth of the keys match
-    out_left, out_right = np.empty(room, np.int64), np.empty(room, np.int64)
-    merge = _compiled_merge()
-    n = merge(*left, *right, out_left, out_right)
+def _probed_pairs(index: KeyIndex, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """own row << 32 | other row of every pair of rows under an equal key."""
+    room = len(keys) // 8 + 1024  # one pass when under an eighth of the keys match
+    out, out_other = np.empty(room, np.int64), np.empty(room, np.int64)
+    _, probe = _compiled_kernels()
+    shifts = np.uint64(64 - index.present_bits), np.uint64(64 - index.bucket_bits)
+    arguments = (index.keys, index.rows, index.present, index.starts, *shifts, keys, rows)
+    n = probe(*arguments, out, out_other)
     if n > room:
-        out_left, out_right = np.empty(n, np.int64), np.empty(n, np.int64)
-        merge(*left, *right, out_left, out_right)
-    return out_left[:n] << 32 | out_right[:n]
+        out, out_other = np.empty(n, np.int64), np.empty(n, np.int64)
+        probe(*arguments, out, out_other)
+    return out[:n] << 32 | out_other[:n]
