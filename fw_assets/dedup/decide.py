@@ -141,6 +141,18 @@ def _signatures(column: pa.Array, policy: MinhashPolicy) -> np.ndarray:
     return values.reshape(-1, policy.permutations)[column.offset : column.offset + len(column)]
 
 
+def _signatures_at(column: pa.ChunkedArray, rows: np.ndarray, policy: MinhashPolicy) -> np.ndarray:
+    """The signatures at `rows` of a signature column, gathered a chunk at a time in place (a take
+    over the chunked column copies it whole first)."""
+    found = np.empty((len(rows), policy.permutations), np.dtype(f"<u{policy.signature_bits // 8}"))
+    start = 0
+    for chunk in column.chunks:
+        here = (rows >= start) & (rows < start + len(chunk))
+        found[here] = _signatures(chunk, policy)[rows[here] - start]
+        start += len(chunk)
+    return found
+
+
 def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
     dtype = np.dtype(f"<u{policy.signature_bits // 8}")
     pair = np.frombuffer(a, dtype), np.frombuffer(b, dtype)
@@ -264,7 +276,7 @@ def _verified_earlier(
     Of the earlier file's signatures only the rows sharing a key are taken (read in place)."""
     own, other = matching_rows(index, read_sorted_keys(sorted_keys_path(path)))
     table = read_signatures(path, policy)
-    other_signatures = _signatures(table.column("signature").take(other).combine_chunks(), policy)
+    other_signatures = _signatures_at(table.column("signature"), other, policy)
     similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
     passed = np.flatnonzero(similarity >= policy.verify_threshold)
     verified = pa.table({
