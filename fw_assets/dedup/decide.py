@@ -320,13 +320,14 @@ def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
 
 
 def _scores_and_signatures(current: CurrentDump, ids: set[str]) -> dict[str, tuple[float, bytes]]:
-    """(score, signature) of the documents in a within-dump cluster."""
-    wanted = pa.array(sorted(ids), pa.string())
-    rows = pc.index_in(wanted, value_set=current.ids).to_numpy()
+    """(score, signature) of the documents in a within-dump cluster, found by a hash of them (a
+    few) rather than of the dump's ids."""
+    in_clusters = pc.is_in(current.ids, value_set=pa.array(sorted(ids), pa.string()))
+    rows = np.flatnonzero(in_clusters.to_numpy(zero_copy_only=False))
     scores = current.rows.column("score").take(rows).to_pylist()
     return {
         doc: (score, current.signatures[row].tobytes())
-        for doc, score, row in zip(wanted.to_pylist(), scores, rows)
+        for doc, score, row in zip(current.ids.take(rows).to_pylist(), scores, rows)
     }
 
 
