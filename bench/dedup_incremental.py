@@ -3,8 +3,8 @@
 ways:
 
 - `decide`: the bare decision step (fw_assets.dedup.decide.decide_dump) on the published minhash
-  files, after loading numba's compiled merge (timed apart: a run of the whole chain has loaded
-  numba in its `minhash` step already);
+  files, after loading numba's compiled key matching (timed apart: a run of the whole chain has
+  loaded numba in its `minhash` step already);
 - `asset`: the `deduplicated` asset materialized through Dagster, as a user sees it: its decisions,
   checks and metadata, with numba loaded as in a run of the chain. Three figures: the process's
   CPU seconds over the whole `dg.materialize` ("run"), the CPU seconds of the step body alone
@@ -72,7 +72,7 @@ def prepare(root: Path, rows: int, count: int) -> None:
 def load_like_the_chain() -> float:
     """Load what a run of the chain has loaded before `deduplicated` (its `minhash` step loads
     numba with its kernels from numba's cache, and pandas through pyarrow's conversion of numpy
-    arrays); returns the CPU seconds of the merge kernel's load alone."""
+    arrays); returns the CPU seconds of the key-matching kernels' load alone."""
     import pandas  # noqa: F401
 
     from fw_assets.dedup.signatures import _compiled_least_images
@@ -82,8 +82,8 @@ def load_like_the_chain() -> float:
 
 
 def cold_numba_load() -> float:
-    """CPU seconds a process pays to load numba and the merge kernel from its cache when nothing
-    else loaded numba before (a re-run of `deduplicated` alone, e.g. by `stale_dedup`)."""
+    """CPU seconds a process pays to load numba and the key-matching kernels from its cache when
+    nothing else loaded numba before (a re-run of `deduplicated` alone, e.g. by `stale_dedup`)."""
     cpu = time.process_time()
     import pyarrow as pa
 
@@ -189,7 +189,7 @@ def report(args: argparse.Namespace, mode: str) -> None:
             flush=True,
         )
     numba = statistics.median(r["numba_cpu"] for r in runs)
-    print(f"\nLoading the merge kernel once numba is loaded: {numba:.2f} CPU s (not in the table).")
+    print(f"\nLoading the key-matching kernels once numba is loaded: {numba:.2f} CPU s (not in the table).")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
         for mode in args.modes:
             report(args, mode)
         cold = statistics.median(run_child(args, "--cold-numba")["numba_cpu"] for _ in range(args.runs))
-        print(f"Loading numba and the merge kernel in a process that has not loaded numba: {cold:.2f} CPU s.")
+        print(f"Loading numba and the key-matching kernels in a process that has not loaded numba: {cold:.2f} CPU s.")
 
 
 if __name__ == "__main__":
