@@ -56,7 +56,7 @@ def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
     assert table["text_start"].to_pylist() == [t[:80] for t in texts]  # characters, not bytes
     assert (summary.documents, summary.without_shingles) == (7, 2)
     keys = table["band_keys"].to_pylist()
-    signatures = read_signatures(tmp_path / "m.parquet", MINHASH_POLICY)["signature"].to_pylist()
+    signatures = read_signatures(tmp_path / "m.parquet")["signature"].to_pylist()
     assert all(k == keys[0] and s == signatures[0] for k, s in zip(keys[1:4], signatures[1:4]))
     assert keys[4] is keys[5] is signatures[4] is signatures[5] is None
     assert len(keys[0]) == 16 and len(signatures[0]) == 112 * 2

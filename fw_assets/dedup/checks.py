@@ -23,7 +23,7 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.sql import load_sql
 
 CHECKS_SQL = (
-    "dedup_reconciliation", "dedup_pointed_dumps", "dedup_bucket_summary", "dedup_similarity_histogram",
+    "dedup_reconciliation", "dedup_pointers", "dedup_bucket_summary", "dedup_similarity_histogram",
     "dedup_example_pairs",
 )
 
@@ -81,7 +81,7 @@ def check_decisions(
     """Both checks of one dump's staged decision file; `minhash_files` (dump -> file) holds this
     dump's and every earlier one's."""
     return [
-        _reconciliation(con, dump, decisions, bucketed, minhash_files, policy),
+        _reconciliation(con, dump, decisions, bucketed, minhash_files),
         _drop_share(bucket_drops(con, decisions, dump), policy),
     ]
 
@@ -92,12 +92,11 @@ def _reconciliation(
     decisions: Path,
     bucketed: Sequence[Path],
     minhash_files: Mapping[str, Path],
-    policy: MinhashPolicy,
 ) -> CheckOutcome:
-    named = con.execute(load_sql("dedup_pointed_dumps"), {"decisions": str(decisions)}).fetchall()
-    pointed = {d: minhash_files[d] for (d,) in named if d in minhash_files} | {dump: minhash_files[dump]}
-    targets = pq.read_table(decisions, columns=["duplicate_of"]).column(0).drop_null().unique()
-    con.register("pointed_ids", _ids_among(pointed, targets, policy))
+    pointers = con.sql(load_sql("dedup_pointers"), params={"decisions": str(decisions)}).to_arrow_table()
+    named = set(pointers.column("duplicate_of_dump").to_pylist())
+    pointed = {d: minhash_files[d] for d in named if d in minhash_files} | {dump: minhash_files[dump]}
+    con.register("pointed_ids", _ids_among(pointed, pointers.column("duplicate_of").unique()))
     try:
         rows = con.execute(load_sql("dedup_reconciliation"), {
             "decisions": str(decisions), "bucketed": [str(p) for p in bucketed], "dump": dump,
@@ -111,12 +110,12 @@ def _reconciliation(
     return DEDUP_RECONCILIATION.outcome(violations, {"decisions_checked": str(decisions.name)})
 
 
-def _ids_among(files: Mapping[str, Path], wanted: pa.Array, policy: MinhashPolicy) -> pa.Table:
+def _ids_among(files: Mapping[str, Path], wanted: pa.Array) -> pa.Table:
     """(id, dump) of the documents of the minhash files (dump -> file) whose id is `wanted`, read
     in place from the ids beside them (their digests verified)."""
     tables = []
     for dump, path in files.items():
-        ids = read_signatures(path, policy).column("id")
+        ids = read_signatures(path).column("id")
         found = ids.filter(pc.is_in(ids, value_set=wanted))
         tables.append(pa.table({"id": found, "dump": pa.array([dump] * len(found), pa.string())}))
     return pa.concat_tables(tables)
@@ -150,7 +149,6 @@ def example_pairs(
     dump: str,
     decisions: Path,
     minhash_files: Mapping[str, Path],
-    policy: MinhashPolicy,
 ) -> str:
     """A markdown table of example drops: ids, dumps, similarity, the start of both texts, read
     from the minhash files (`minhash_files`: dump -> file, this dump's and the earlier ones')."""
@@ -164,7 +162,7 @@ def example_pairs(
         (source_dump, doc): start
         for source_dump, ids in wanted.items()
         if source_dump in minhash_files
-        for doc, start in _text_starts(minhash_files[source_dump], ids, policy).items()
+        for doc, start in _text_starts(minhash_files[source_dump], ids).items()
     }
     rows = [
         (
@@ -177,10 +175,10 @@ def example_pairs(
     return table(header, rows)
 
 
-def _text_starts(minhash_file: Path, ids: set[str], policy: MinhashPolicy) -> dict[str, str]:
+def _text_starts(minhash_file: Path, ids: set[str]) -> dict[str, str]:
     """The text starts of `ids` in a minhash file: their rows found in the ids beside it (read in
     place), their text starts read from the row groups holding them only."""
-    signed = read_signatures(minhash_file, policy).column("id")
+    signed = read_signatures(minhash_file).column("id")
     found = pc.is_in(signed, value_set=pa.array(sorted(ids), pa.string()))
     rows = np.flatnonzero(found.to_numpy(zero_copy_only=False))
     parquet = pq.ParquetFile(minhash_file)

@@ -29,8 +29,9 @@ from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, r
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signatures import estimated_jaccard
-from fw_assets.dedup.sorted_keys import KeyIndex, key_arrays, key_index, matching_rows, read_sorted_keys
+from fw_assets.dedup.sorted_keys import KeyIndex, key_arrays, key_index, matching_rows
 from fw_assets.layout import sorted_keys_path
+from fw_assets.lib.checked_arrow import read_checked_arrow
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
 
@@ -134,17 +135,16 @@ def decide_dump(
     return DecisionSummary(current.rows.num_rows, within, drops.num_rows - within)
 
 
-def _signatures(column: pa.Array, policy: MinhashPolicy) -> np.ndarray:
-    """b-bit signatures (DuckDB hands them over as BLOBs) as a (rows, permutations) matrix."""
-    column = column.cast(pa.binary(policy.permutations * policy.signature_bits // 8))
-    values = np.frombuffer(column.buffers()[1], np.dtype(f"<u{policy.signature_bits // 8}"))
+def _signatures(column: pa.FixedSizeBinaryArray, policy: MinhashPolicy) -> np.ndarray:
+    """Stored b-bit signatures as a (rows, permutations) matrix, in place."""
+    values = np.frombuffer(column.buffers()[1], policy.signature_dtype)
     return values.reshape(-1, policy.permutations)[column.offset : column.offset + len(column)]
 
 
 def _signatures_at(column: pa.ChunkedArray, rows: np.ndarray, policy: MinhashPolicy) -> np.ndarray:
     """The signatures at `rows` of a signature column, gathered a chunk at a time in place (a take
     over the chunked column copies it whole first)."""
-    found = np.empty((len(rows), policy.permutations), np.dtype(f"<u{policy.signature_bits // 8}"))
+    found = np.empty((len(rows), policy.permutations), policy.signature_dtype)
     start = 0
     for chunk in column.chunks:
         here = (rows >= start) & (rows < start + len(chunk))
@@ -154,8 +154,7 @@ def _signatures_at(column: pa.ChunkedArray, rows: np.ndarray, policy: MinhashPol
 
 
 def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
-    dtype = np.dtype(f"<u{policy.signature_bits // 8}")
-    pair = np.frombuffer(a, dtype), np.frombuffer(b, dtype)
+    pair = np.frombuffer(a, policy.signature_dtype), np.frombuffer(b, policy.signature_dtype)
     return float(estimated_jaccard(*pair, policy.signature_bits))
 
 
@@ -175,12 +174,12 @@ class CurrentDump:
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
         columns = ["id", "bucket", "score"]
         rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True)
-        signed = read_signatures(minhash_path, policy)
+        signed = read_signatures(minhash_path)
         ids = rows.column("id").combine_chunks()
         if not signed.column("id").combine_chunks().equals(ids):
             raise ValueError("its signatures file holds other ids or rows; re-materialize its minhash")
         signatures = _signatures(signed.column("signature").combine_chunks(), policy)
-        keys = key_arrays(read_sorted_keys(sorted_keys_path(minhash_path)))
+        keys = key_arrays(read_checked_arrow(sorted_keys_path(minhash_path)))
         return cls(rows, ids, signatures, keys)
 
 
@@ -274,8 +273,8 @@ def _verified_earlier(
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
     and pass verification, as (own row, other id, similarity, rank), and the others' signatures.
     Of the earlier file's signatures only the rows sharing a key are taken (read in place)."""
-    own, other = matching_rows(index, read_sorted_keys(sorted_keys_path(path)))
-    table = read_signatures(path, policy)
+    own, other = matching_rows(index, read_checked_arrow(sorted_keys_path(path)))
+    table = read_signatures(path)
     other_signatures = _signatures_at(table.column("signature"), other, policy)
     similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
     passed = np.flatnonzero(similarity >= policy.verify_threshold)

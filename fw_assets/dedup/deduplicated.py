@@ -192,6 +192,5 @@ def _metadata(
         )
     )
     metadata["similarity_of_drops"] = dg.MetadataValue.md(similarity_histogram(con, decisions))
-    pairs = example_pairs(con, dump, decisions, minhash_files, MINHASH_POLICY)
-    metadata["example_pairs"] = dg.MetadataValue.md(pairs)
+    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, minhash_files))
     return metadata

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
+import numpy as np
+
 from fw_assets import settings
 
 
@@ -58,6 +60,15 @@ class MinhashPolicy:
     @property
     def permutations(self) -> int:
         return self.bands * self.rows
+
+    @property
+    def signature_dtype(self) -> np.dtype:
+        """One b-bit hash of a stored signature, as numpy reads it."""
+        return np.dtype(f"<u{self.signature_bits // 8}")
+
+    @property
+    def signature_bytes(self) -> int:
+        return self.permutations * self.signature_dtype.itemsize
 
     def candidate_probability(self, jaccard: float) -> float:
         """Chance that a pair at this Jaccard similarity shares at least one band key."""

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from fw_assets.dedup.row_groups import in_row_groups
-from fw_assets.lib.checked_arrow import read_checked_arrow, write_checked_arrow
+from fw_assets.lib.checked_arrow import write_checked_arrow
 from fw_assets.lib.sql import load_sql
 
 SORTED_KEYS_SCHEMA = pa.schema([("key", pa.uint64()), ("row", pa.uint32())])
@@ -33,15 +33,6 @@ def write_sorted_keys(
     schema = SORTED_KEYS_SCHEMA.with_metadata(metadata)
     batches = relation.to_arrow_reader(BATCH_ROWS)
     write_checked_arrow(output, schema, in_row_groups(batches, schema, BATCH_ROWS))
-
-
-def read_sorted_keys(path: Path) -> pa.Table:
-    """The (key, row) table of a sorted keys file, memory-mapped, its digests verified; a damaged
-    or foreign file raises ValueError naming it."""
-    table = read_checked_arrow(path)
-    if not table.schema.remove_metadata().equals(SORTED_KEYS_SCHEMA):
-        raise ValueError(f"{path}: columns {table.schema} differ from {SORTED_KEYS_SCHEMA}")
-    return table
 
 
 def key_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
