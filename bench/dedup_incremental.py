@@ -17,7 +17,7 @@ The first call generates `--dumps` sample dumps of `--rows` rows under DIR/sourc
 them reach `bucketed`: `--rows 400000` gives ~139,000 decided documents a dump) and materializes
 raw, sampled, bucketed and minhash of each into DIR/output (~1.5 minutes and ~1.6 GB of disk per
 dump at 400,000 rows, most of it the generated source); later calls reuse them. Each table row
-reports CPU seconds, wall seconds and the process's peak RSS.
+reports the mode's CPU and wall seconds, their ratios to the 1st dump's and the process's peak RSS.
 """
 
 import argparse
@@ -82,8 +82,9 @@ def load_like_the_chain() -> float:
 
 
 def cold_numba_load() -> float:
-    """CPU seconds a process pays to load numba and the key-matching kernels from its cache when
-    nothing else loaded numba before (a re-run of `deduplicated` alone, e.g. by `stale_dedup`)."""
+    """CPU seconds to load the key-matching kernels from numba's cache, and numba with them if
+    nothing loaded it before (main's cold measure: a re-run of `deduplicated` alone, e.g. by
+    `stale_dedup`)."""
     cpu = time.process_time()
     import pyarrow as pa
 

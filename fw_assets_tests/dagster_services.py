@@ -34,6 +34,10 @@ RUN_FIELDS = """runId status tags { key value } stepStats { stepKey status }
     ... on ExecutionStepFailureEvent { stepKey error { message } }
     ... on AssetCheckEvaluationEvent { evaluation { assetKey { path } checkName success } }
     ... on RunFailureEvent { message } } }"""
+# A sensor of the code location, by its GraphQL variable $sensor.
+SENSOR_SELECTOR = (
+    '{repositoryName: "__repository__", repositoryLocationName: "fw_assets", sensorName: $sensor}'
+)
 
 
 def write_instance_yaml(home: Path) -> Path:
@@ -228,9 +232,8 @@ class DagsterServices:
 
     def sensor_state(self, sensor: str) -> dict:
         data = self.graphql(
-            """query($sensor: String!) { sensorOrError(sensorSelector: {repositoryName: "__repository__",
-                 repositoryLocationName: "fw_assets", sensorName: $sensor}) {
-                 ... on Sensor { sensorState { id selectorId status } } } }""",
+            f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
+                 ... on Sensor {{ sensorState {{ id selectorId status }} }} }} }}""",
             {"sensor": sensor},
         )
         return data["sensorOrError"]["sensorState"]
@@ -249,9 +252,8 @@ class DagsterServices:
     def start_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched on."""
         data = self.graphql(
-            """mutation($sensor: String!) { startSensor(sensorSelector: {repositoryName: "__repository__",
-                 repositoryLocationName: "fw_assets", sensorName: $sensor}) {
-                 ... on Sensor { sensorState { status } } } }""",
+            f"""mutation($sensor: String!) {{ startSensor(sensorSelector: {SENSOR_SELECTOR}) {{
+                 ... on Sensor {{ sensorState {{ status }} }} }} }}""",
             {"sensor": sensor},
         )
         assert data["startSensor"]["sensorState"]["status"] == "RUNNING"

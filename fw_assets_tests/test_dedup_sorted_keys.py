@@ -44,7 +44,7 @@ def test_every_pair_under_an_equal_key_once_whatever_the_runs_and_batches(seed):
     assert list(zip(own_rows.tolist(), other_rows.tolist())) == sorted(expected)
 
 
-def test_no_keys_on_either_side_match_nothing():
+def test_an_empty_index_matches_nothing_and_one_key_matches_itself():
     empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
     one = pa.table({"key": [7], "row": [0]}, schema=SORTED_KEYS_SCHEMA)
     assert [a.tolist() for a in matching_rows(key_index(*empty), one)] == [[], []]

@@ -157,13 +157,15 @@ def cli_run(services, world, backfill_runs) -> LateDump:
     before = wait_for("every decision to be current", lambda: all_current(services, decided), 180,
                       every=3, logs=services.logs)
     services.stop_sensor("stale_dedup")
-    earlier_reruns = {run["runId"] for run in stale_dedup_runs(services)}
-    write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=1)
-    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
-    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
-                "--partition", CLI_DUMP, env=env, cwd=world["home"])
-    after = decisions_staleness(services, [*decided, CLI_DUMP])
-    services.start_sensor("stale_dedup")
+    try:  # the sensor back on whatever happens, or later tests wait for re-runs that never come
+        earlier_reruns = {run["runId"] for run in stale_dedup_runs(services)}
+        write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=1)
+        env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+        dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+                    "--partition", CLI_DUMP, env=env, cwd=world["home"])
+        after = decisions_staleness(services, [*decided, CLI_DUMP])
+    finally:
+        services.start_sensor("stale_dedup")
     [run] = services.runs({"dagster/partition": CLI_DUMP})
     return LateDump(run, before, after, earlier_reruns)
 
