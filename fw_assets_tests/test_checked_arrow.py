@@ -1,4 +1,5 @@
-"""Arrow files with a digest per record batch: what a later dump's decisions read in place."""
+"""Arrow files with a digest per column of each record batch: what a later dump's decisions read in
+place."""
 
 from __future__ import annotations
 
@@ -30,15 +31,25 @@ def test_what_is_written_is_read_back_with_its_metadata(tmp_path):
     assert [b.num_rows for b in table.to_batches()] == [300, 699, 1]  # a record batch per table
 
 
-@pytest.mark.parametrize("stored", [b"<urn:uuid:0500>", (500).to_bytes(4, "little")])
-def test_a_changed_byte_is_refused_naming_the_file_and_the_batch(tmp_path, stored):
+@pytest.mark.parametrize(
+    "column, stored, other",
+    [("id", b"<urn:uuid:0500>", "signature"), ("signature", (500).to_bytes(4, "little"), "id")],
+)
+def test_a_changed_byte_is_refused_naming_the_file_batch_and_column(tmp_path, column, stored, other):
     path = tmp_path / "f.arrow"
     write_checked_arrow(path, SCHEMA, tables())
     data = bytearray(path.read_bytes())
     data[data.index(stored)] ^= 0x01  # an id's or a signature's byte in the second batch
     path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=re.escape(str(path)) + ": record batch 1 does not match"):
+    refused = re.escape(f"{path}: record batch 1, column {column} does not match its xxh3 digest")
+    with pytest.raises(ValueError, match=refused):
         read_checked_arrow(path)
+    with pytest.raises(ValueError, match=refused):
+        read_checked_arrow(path, [column])
+    # a reader of the other column only reads (and verifies) what it uses, as parquet's page checksums
+    intact = read_checked_arrow(path, [other])
+    assert intact.column_names == [other]
+    assert intact.column(other).equals(pa.concat_tables(tables()).column(other))
 
 
 def test_a_truncated_file_is_refused_naming_it(tmp_path):

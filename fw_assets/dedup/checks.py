@@ -96,7 +96,7 @@ def _reconciliation(
     pointers = con.sql(load_sql("dedup_pointers"), params={"decisions": str(decisions)}).to_arrow_table()
     named = set(pointers.column("duplicate_of_dump").to_pylist())
     pointed = {d: minhash_files[d] for d in named if d in minhash_files} | {dump: minhash_files[dump]}
-    con.register("pointed_ids", _ids_among(pointed, pointers.column("duplicate_of").unique()))
+    con.register("pointed_ids", _ids_among(pointed, pointers))
     try:
         rows = con.execute(load_sql("dedup_reconciliation"), {
             "decisions": str(decisions), "bucketed": [str(p) for p in bucketed], "dump": dump,
@@ -110,12 +110,16 @@ def _reconciliation(
     return DEDUP_RECONCILIATION.outcome(violations, {"decisions_checked": str(decisions.name)})
 
 
-def _ids_among(files: Mapping[str, Path], wanted: pa.Array) -> pa.Table:
-    """(id, dump) of the documents of the minhash files (dump -> file) whose id is `wanted`, read
-    in place from the ids beside them (their digests verified)."""
+def _ids_among(files: Mapping[str, Path], pointers: pa.Table) -> pa.Table:
+    """(id, dump) of the documents of the minhash files (dump -> file) that `pointers`
+    (duplicate_of_dump, duplicate_of) point at: each file's ids, read in place from beside it
+    (their digests verified, the signatures not read), looked up among the ids pointed into its
+    dump only."""
     tables = []
     for dump, path in files.items():
-        ids = read_signatures(path).column("id")
+        into_dump = pc.equal(pointers.column("duplicate_of_dump"), dump)
+        wanted = pointers.filter(into_dump).column("duplicate_of").combine_chunks()
+        ids = read_signatures(path, ["id"]).column("id")
         found = ids.filter(pc.is_in(ids, value_set=wanted))
         tables.append(pa.table({"id": found, "dump": pa.array([dump] * len(found), pa.string())}))
     return pa.concat_tables(tables)
@@ -178,7 +182,7 @@ def example_pairs(
 def _text_starts(minhash_file: Path, ids: set[str]) -> dict[str, str]:
     """The text starts of `ids` in a minhash file: their rows found in the ids beside it (read in
     place), their text starts read from the row groups holding them only."""
-    signed = read_signatures(minhash_file).column("id")
+    signed = read_signatures(minhash_file, ["id"]).column("id")
     found = pc.is_in(signed, value_set=pa.array(sorted(ids), pa.string()))
     rows = np.flatnonzero(found.to_numpy(zero_copy_only=False))
     parquet = pq.ParquetFile(minhash_file)

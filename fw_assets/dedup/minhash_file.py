@@ -189,11 +189,11 @@ def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
     _check_file(sorted_keys_path(path), read_arrow_schema, SORTED_KEYS_SCHEMA, policy, dump)
 
 
-def read_signatures(path: Path) -> pa.Table:
-    """The (id, signature) table beside the minhash file at `path`, memory-mapped, its digests
-    verified (its columns are check_minhash_file's to check); a damaged file raises ValueError
-    naming it."""
-    return read_checked_arrow(signatures_path(path))
+def read_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) -> pa.Table:
+    """The (id, signature) table beside the minhash file at `path`, or its `columns`, memory-mapped,
+    their digests verified (its columns are check_minhash_file's to check); a damaged file raises
+    ValueError naming it."""
+    return read_checked_arrow(signatures_path(path), columns)
 
 
 def _check_file(

@@ -26,8 +26,8 @@ class Scope(StrEnum):
 SHINGLING_VERSION = 1
 # Version of the `minhash` file's columns (fw_assets.dedup.minhash_file); bump it when they change,
 # so that files written before are refused by the same fingerprint check. 2: `text_start` added;
-# 3: signatures and sorted keys in checksummed Arrow files beside it.
-MINHASH_FILE_VERSION = 3
+# 3: signatures and sorted keys in checksummed Arrow files beside it; 4: a digest per column.
+MINHASH_FILE_VERSION = 4
 
 
 @dataclass(frozen=True)
