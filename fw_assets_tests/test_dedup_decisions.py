@@ -319,6 +319,23 @@ def test_members_unlike_their_band_key_s_least_id_but_alike_are_clustered(tmp_pa
     assert pq.read_table(two_anchors[dump], filters=~pc.field("keep")).column("id").to_pylist() == ["c"]
 
 
+def test_equally_similar_earlier_matches_go_to_the_earliest_dump_then_the_least_id(tmp_path):
+    """`x`'s page is in the first dump three times and in the second once, all equally alike:
+    it points at the first dump's least id. `w`'s page is in the second dump only."""
+    first, second, dump = DUMPS
+    pages = {
+        first: {"m": (7, 1), "k": (7, 1), "z": (7, 1)},
+        second: {"a": (7, 1), "b": (9, 2)},
+        dump: {"x": (7, 1), "w": (9, 2), "v": (11, 3)},
+    }
+    files = {d: handmade_minhash_file(tmp_path / f"{d}.parquet", d, documents) for d, documents in pages.items()}
+    rows = pq.read_table(decide(files, tmp_path / "dedup", order=[dump])[dump]).to_pylist()
+    dropped = {
+        r["id"]: (r["duplicate_of"], r["duplicate_of_dump"], r["similarity"]) for r in rows if not r["keep"]
+    }
+    assert dropped == {"x": ("k", first, 1.0), "w": ("b", second, 1.0)}
+
+
 def test_scopes(minhash, decisions, tmp_path):
     within = read(decide(minhash, tmp_path / "within", policy=MinhashPolicy(scope=Scope.WITHIN_DUMP)))
     for dump, rows in within.items():

@@ -251,20 +251,38 @@ def _best_earlier_matches(
 
 
 def _best_per_document(found: pa.Table, signatures: np.ndarray) -> Matches:
-    """Each document's best match: highest similarity, then earliest dump, then least id."""
-    order = pc.sort_indices(found, [
-        ("own", "ascending"), ("similarity", "descending"), ("rank", "ascending"), ("other", "ascending"),
-    ]).to_numpy()
-    own = found.column("own").to_numpy()[order]
-    first = order[np.flatnonzero(np.diff(own, prepend=-1))]  # own rows are >= 0
+    """Each document's best match in one earlier dump: highest similarity, then least id. Sorted
+    by number; only the rows tying their document's best similarity, few, are sorted by id."""
+    own, similarity = found.column("own").to_numpy(), found.column("similarity").to_numpy()
+    order = np.lexsort((-similarity, own))
+    starts = np.flatnonzero(np.diff(own[order], prepend=-1))  # own rows are >= 0
+    sizes = np.diff(np.r_[starts, len(order)])
+    at_best = order[similarity[order] == np.repeat(similarity[order[starts]], sizes)]
+    first = order[starts]
+    if len(at_best) > len(first):  # ties: the least id among them
+        by_id = pc.sort_indices(found.take(at_best), [("own", "ascending"), ("other", "ascending")])
+        at_best = at_best[by_id.to_numpy()]
+        first = at_best[np.flatnonzero(np.diff(own[at_best], prepend=-1))]
     return found.take(first), signatures[first]
 
 
 def _better_of(best: Matches, later: Matches) -> Matches:
-    """The running best after a later earlier dump's matches."""
-    return _best_per_document(
-        pa.concat_tables([best[0], later[0]]).combine_chunks(), np.concatenate([best[1], later[1]])
-    )
+    """The running best after the best matches of the next earlier dump in crawl order, both by
+    document: a later dump's match replaces a document's only if more similar (ties go to the
+    earlier dump)."""
+    (table, signatures), (later_table, later_signatures) = best, later
+    if not table.num_rows:
+        return later
+    own, later_own = table.column("own").to_numpy(), later_table.column("own").to_numpy()
+    at = np.minimum(np.searchsorted(own, later_own), len(own) - 1)
+    present = own[at] == later_own
+    similarity = table.column("similarity").to_numpy()
+    better = ~present | (later_table.column("similarity").to_numpy() > similarity[at])
+    kept = np.ones(len(own), bool)
+    kept[at[present & better]] = False
+    merged = pa.concat_tables([table.filter(kept), later_table.filter(better)]).combine_chunks()
+    order = np.argsort(merged.column("own").to_numpy(), kind="stable")
+    return merged.take(order), np.concatenate([signatures[kept], later_signatures[better]])[order]
 
 
 def _verified_earlier(
