@@ -14,6 +14,7 @@ processed in nor on the thread count:
 """
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
@@ -122,9 +123,7 @@ def decide_dump(
         current = CurrentDump.read(minhash_path, policy)
     edges, best = [], EarlierMatches.none()
     if policy.scope is not Scope.OFF:
-        edges = _verified_within(current, policy)
-        if earlier:
-            best = _best_earlier_matches(current, earlier, policy, threads)
+        edges, best = _within_and_earlier(current, earlier, policy, threads)
     drops = _drops(current, dump, edges, best, policy)
     con.register("current_documents", current.rows.select(["id", "bucket"]))
     con.register("drops", drops)
@@ -181,6 +180,21 @@ class CurrentDump:
         signatures = _signatures(signed.column("signature").combine_chunks(), policy)
         keys = key_arrays(read_checked_arrow(sorted_keys_path(minhash_path)))
         return cls(rows, ids, signatures, keys)
+
+
+def _within_and_earlier(
+    current: CurrentDump, earlier: Sequence[tuple[str, Path]], policy: MinhashPolicy, threads: int
+) -> tuple[list[tuple[str, str]], EarlierMatches]:
+    """The verified pairs within the dump, and each document's best earlier match. On more than
+    one thread the earlier dumps are matched (on `threads` threads) while the dump's own pairs
+    are verified, so that reading them adds less wall time."""
+    if not earlier:
+        return _verified_within(current, policy), EarlierMatches.none()
+    if threads <= 1:
+        return _verified_within(current, policy), _best_earlier_matches(current, earlier, policy, 1)
+    with ThreadPoolExecutor(1) as background:
+        best = background.submit(_best_earlier_matches, current, earlier, policy, threads)
+        return _verified_within(current, policy), best.result()
 
 
 def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[str, str]]:
