@@ -86,7 +86,7 @@ def damage_first_page(path: Path, column: str) -> None:
 
 def damage_arrow_values(path: Path, column: str) -> None:
     """Overwrite 256 bytes of an Arrow file from where `column`'s first value is stored, leaving
-    its size, message headers and footer intact: only the record batch's digest can tell."""
+    its size, message headers and footer intact: only the column's digest can tell."""
     table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
     first = table.column(column).drop_null()[0].as_py()
     stored = first if isinstance(first, bytes) else np.uint64(first).tobytes()  # binary or uint64

@@ -17,11 +17,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.dedup.minhash_file import read_signatures
+from fw_assets.dedup.minhash_file import rows_with_ids
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.lib.markdown import table
 from fw_assets.lib.sql import load_sql
 
+POINTED_IDS = pa.schema([("id", pa.string()), ("dump", pa.string())])
 CHECKS_SQL = (
     "dedup_reconciliation", "dedup_pointers", "dedup_bucket_summary", "dedup_similarity_histogram",
     "dedup_example_pairs",
@@ -95,7 +96,7 @@ def _reconciliation(
 ) -> CheckOutcome:
     pointers = con.sql(load_sql("dedup_pointers"), params={"decisions": str(decisions)}).to_arrow_table()
     named = set(pointers.column("duplicate_of_dump").to_pylist())
-    pointed = {d: minhash_files[d] for d in named if d in minhash_files} | {dump: minhash_files[dump]}
+    pointed = {d: minhash_files[d] for d in sorted(named) if d in minhash_files}
     con.register("pointed_ids", _ids_among(pointed, pointers))
     try:
         rows = con.execute(load_sql("dedup_reconciliation"), {
@@ -112,15 +113,12 @@ def _reconciliation(
 
 def _ids_among(files: Mapping[str, Path], pointers: pa.Table) -> pa.Table:
     """(id, dump) of the documents of the minhash files (dump -> file) that `pointers`
-    (duplicate_of_dump, duplicate_of) point at: each file's ids, read in place from beside it
-    (their digests verified, the signatures not read), looked up among the ids pointed into its
-    dump only."""
-    tables = []
+    (duplicate_of_dump, duplicate_of) point at, each file's ids looked up among the ids pointed
+    into its dump only."""
+    tables = [POINTED_IDS.empty_table()]
     for dump, path in files.items():
-        into_dump = pc.equal(pointers.column("duplicate_of_dump"), dump)
-        wanted = pointers.filter(into_dump).column("duplicate_of").combine_chunks()
-        ids = read_signatures(path, ["id"]).column("id")
-        found = ids.filter(pc.is_in(ids, value_set=wanted))
+        wanted = pointers.filter(pc.equal(pointers.column("duplicate_of_dump"), dump)).column("duplicate_of")
+        _, found = rows_with_ids(path, wanted.combine_chunks())
         tables.append(pa.table({"id": found, "dump": pa.array([dump] * len(found), pa.string())}))
     return pa.concat_tables(tables)
 
@@ -182,9 +180,7 @@ def example_pairs(
 def _text_starts(minhash_file: Path, ids: set[str]) -> dict[str, str]:
     """The text starts of `ids` in a minhash file: their rows found in the ids beside it (read in
     place), their text starts read from the row groups holding them only."""
-    signed = read_signatures(minhash_file, ["id"]).column("id")
-    found = pc.is_in(signed, value_set=pa.array(sorted(ids), pa.string()))
-    rows = np.flatnonzero(found.to_numpy(zero_copy_only=False))
+    rows, found = rows_with_ids(minhash_file, pa.array(sorted(ids), pa.string()))
     parquet = pq.ParquetFile(minhash_file)
     group_starts = np.cumsum([0] + [
         parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)
@@ -192,9 +188,10 @@ def _text_starts(minhash_file: Path, ids: set[str]) -> dict[str, str]:
     group_of = np.searchsorted(group_starts, rows, side="right") - 1
     starts = {}
     for group in np.unique(group_of).tolist():
-        in_group = rows[group_of == group]
-        texts = parquet.read_row_group(group, ["text_start"]).column(0).take(in_group - group_starts[group])
-        starts.update(zip(signed.take(in_group).to_pylist(), texts.to_pylist()))
+        in_group = group_of == group
+        texts = parquet.read_row_group(group, ["text_start"]).column(0)
+        texts = texts.take(rows[in_group] - group_starts[group])
+        starts.update(zip(found.filter(in_group).to_pylist(), texts.to_pylist()))
     return starts
 
 

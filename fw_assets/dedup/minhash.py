@@ -12,9 +12,9 @@ from fw_assets.dedup.minhash_file import write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.layout import (
     generation_record_path,
+    minhash_files,
     minhash_path,
     publication_name,
-    minhash_files,
     recorded_bucket_files,
     spill_dir,
 )

@@ -196,6 +196,14 @@ def read_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) ->
     return read_checked_arrow(signatures_path(path), columns)
 
 
+def rows_with_ids(path: Path, wanted: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """The rows of the minhash file at `path` whose id is in `wanted`, and their ids, found in the
+    ids beside it (read in place, their digests verified; the signatures are not read)."""
+    ids = read_signatures(path, ["id"]).column("id")
+    rows = np.flatnonzero(pc.is_in(ids, value_set=wanted).to_numpy(zero_copy_only=False))
+    return rows, ids.take(rows)
+
+
 def _check_file(
     path: Path, read_schema: Callable[[Path], pa.Schema], expected: pa.Schema, policy: MinhashPolicy, dump: str
 ) -> None:
