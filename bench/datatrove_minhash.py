@@ -29,7 +29,7 @@ from datatrove.utils.typeshelper import Languages
 from datatrove.utils.word_tokenizers import WordTokenizer
 
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.dedup.shingles import hash_strings, words
+from fw_assets.dedup.shingling.definition import hash_strings, words
 
 
 class WhitespaceWords(WordTokenizer):

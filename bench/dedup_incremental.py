@@ -75,9 +75,10 @@ def load_like_the_chain() -> float:
     arrays); returns the CPU seconds of the key-matching kernels' load alone."""
     import pandas  # noqa: F401
 
-    from fw_assets.dedup.signatures import _compiled_least_images
+    from fw_assets.dedup.shingling import Shingles
+    from fw_assets.dedup.signing import signatures_of
 
-    _compiled_least_images()(np.zeros(1, np.uint64), np.zeros(2, np.int64), np.ones(1, np.uint64), np.ones(1, np.uint64))
+    signatures_of(Shingles(np.zeros(1, np.uint64), np.zeros(2, np.int64)), np.ones(1, np.uint64), np.ones(1, np.uint64))
     return cold_numba_load()
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.minhash_file import write_minhash_file
 from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.signature_files import write_minhash_file
 from fw_assets.synthetic.generator import write_sample_dump
 
 

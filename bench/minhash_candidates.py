@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.dedup.fused_shingles import fused_shingles
-from fw_assets.dedup.shingles import shingles
-from fw_assets.dedup.signatures import band_keys, minhash, permutations
+from fw_assets.dedup.shingling import shingles
+from fw_assets.dedup.shingling.definition import arrow_shingles
+from fw_assets.dedup.signing import band_keys, permutations, signatures_of
 from fw_assets.synthetic.generator import sample_table
 
 NON_ASCII = {" the ": " thé ", ", ": "’ ", ". ": "” 中文 "}
@@ -59,16 +59,16 @@ def datasketch_signatures(texts: list[str]) -> None:
 
 
 def vectorised_shingles(texts: pa.Array) -> None:
-    shingles(texts, NGRAM)
+    arrow_shingles(texts, NGRAM)
 
 
 def fused_shingles_alone(texts: pa.Array) -> None:
-    fused_shingles(texts, NGRAM)
+    shingles(texts, NGRAM)
 
 
 def numpy_signatures(texts: pa.Array) -> None:
     """The same permutations as fw_assets, one numpy pass per permutation."""
-    s = shingles(texts, NGRAM)
+    s = arrow_shingles(texts, NGRAM)
     a, b = permutations(MINHASH_POLICY)
     starts = s.offsets[:-1][s.counts() > 0]
     for p in range(PERMUTATIONS):
@@ -78,7 +78,7 @@ def numpy_signatures(texts: pa.Array) -> None:
 def rensa_signatures(texts: pa.Array) -> None:
     import rensa
 
-    s = shingles(texts, NGRAM)
+    s = arrow_shingles(texts, NGRAM)
     matrix = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
         s.hashes, s.offsets.astype(np.uint64), PERMUTATIONS, 1
     )
@@ -87,12 +87,12 @@ def rensa_signatures(texts: pa.Array) -> None:
 
 def arrow_shingles_signatures(texts: pa.Array) -> None:
     """What write_minhash_file computed before the fused shingler (the same values)."""
-    band_keys(minhash(shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
+    band_keys(signatures_of(arrow_shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
 
 
 def fw_assets_signatures(texts: pa.Array) -> None:
     """What write_minhash_file computes: fused shingles, the numba MinHash kernel, band keys."""
-    band_keys(minhash(fused_shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
+    band_keys(signatures_of(shingles(texts, NGRAM), *permutations(MINHASH_POLICY)), MINHASH_POLICY)
 
 
 CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Arrow array)
@@ -102,7 +102,7 @@ CANDIDATES: dict[str, tuple[Callable, bool]] = {  # name: (function, takes an Ar
     "vectorised shingling alone (Arrow + numpy)": (vectorised_shingles, True),
     "vectorised shingling + numpy MinHash": (numpy_signatures, True),
     "vectorised shingling + numba MinHash (64-bit) + band keys": (arrow_shingles_signatures, True),
-    "fused shingling alone (numba, fw_assets.dedup.fused_shingles)": (fused_shingles_alone, True),
+    "fused shingling alone (numba, fw_assets.dedup.shingling)": (fused_shingles_alone, True),
     "fused shingling + numba MinHash (64-bit) + band keys: fw_assets": (fw_assets_signatures, True),
     "vectorised shingling + rensa batch (R-MinHash, 32-bit)": (rensa_signatures, True),
 }

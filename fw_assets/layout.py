@@ -101,7 +101,7 @@ def recorded_bucket_files(output_root: Path, record: dict) -> dict[str, tuple[in
 
 
 def minhash_path(output_root: Path, dump: str) -> Path:
-    """Each bucketed document's LSH band keys (fw_assets.dedup.minhash_file)."""
+    """Each bucketed document's LSH band keys (fw_assets.dedup.signature_files)."""
     return output_root / "minhash" / f"{dump}.parquet"
 
 

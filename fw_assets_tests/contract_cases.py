@@ -1,4 +1,11 @@
-"""What the contract tests share: one generated dump and the names of its files."""
+"""What the contract tests share: one generated dump and the names of its files, and the refusal
+a step raises for its outcomes."""
+
+import dagster as dg
+import pytest
+
+from fw_assets.contract_checks import ContractReport
+from fw_assets.contracts.findings import CheckOutcome
 
 DUMP = "CC-MAIN-2013-20"
 OTHER_DUMP = "CC-MAIN-2013-48"
@@ -10,3 +17,15 @@ def outcome(outcomes, name):
     """The one outcome of the check called `name`."""
     (found,) = [o for o in outcomes if o.check.name == name]
     return found
+
+
+def refusal(dump: str, stage: str, outcomes: list[CheckOutcome]) -> str:
+    """The step failure the asset raises for these outcomes, as its run log shows it."""
+    with pytest.raises(dg.Failure) as failure:
+        list(ContractReport(dump, stage, outcomes).refuse_if_blocked())
+    return failure.value.description
+
+
+def line_of(message: str, rule: str) -> str:
+    (line,) = [line for line in message.splitlines() if f"({rule})" in line]
+    return line

@@ -26,13 +26,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.dedup.minhash_file import MinhashFileError, check_minhash_file, read_signatures
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
-from fw_assets.dedup.signatures import estimated_jaccard
+from fw_assets.dedup.signature_files import MinhashFileError, check_minhash_file, read_signatures
+from fw_assets.dedup.signing import estimated_jaccard
 from fw_assets.dedup.sorted_keys import KeyIndex, key_arrays, key_index, matching_rows
 from fw_assets.layout import sorted_keys_path
 from fw_assets.lib.checked_arrow import read_checked_arrow
+from fw_assets.lib.compiled import pack_pairs, unpack_pairs
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
 
@@ -210,7 +211,10 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
     id_rank = np.empty(len(by_id), np.int64)
     id_rank[by_id] = np.arange(len(by_id))
     ranks = id_rank[rows]
-    verified = [np.empty(0, np.int64)]
+    # A pair is one uint64, rank << 32 | anchor rank (pack_pairs: a dump holds under 2^32 ids),
+    # so np.unique finds the distinct pairs in one sort. uint64 throughout: concatenating int64
+    # with uint64 would give float64.
+    verified = [np.empty(0, np.uint64)]
     for _ in range(policy.anchor_rounds):
         if not len(keys):
             break
@@ -218,15 +222,16 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
         sizes = np.diff(np.r_[starts, len(keys)])
         anchors = np.repeat(np.minimum.reduceat(ranks, starts), sizes)
         paired = np.flatnonzero(np.repeat(sizes > 1, sizes) & (ranks != anchors))
-        pairs, pair_of = np.unique(ranks[paired] << 32 | anchors[paired], return_inverse=True)
-        own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
+        pairs, pair_of = np.unique(pack_pairs(ranks[paired], anchors[paired]), return_inverse=True)
+        own_rank, anchor_rank = unpack_pairs(pairs)
+        own, anchor = by_id[own_rank], by_id[anchor_rank]
         similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
         passed = similarity >= policy.verify_threshold
         verified.append(pairs[passed])
         failed = paired[~passed[pair_of]]  # the next round's groups: each key's failed members
         keys, ranks = keys[failed], ranks[failed]
-    pairs = np.unique(np.concatenate(verified))
-    own, anchor = by_id[pairs >> 32], by_id[pairs & 0xFFFFFFFF]
+    own_rank, anchor_rank = unpack_pairs(np.unique(np.concatenate(verified)))
+    own, anchor = by_id[own_rank], by_id[anchor_rank]
     return list(zip(current.ids.take(own).to_pylist(), current.ids.take(anchor).to_pylist()))
 
 
@@ -410,5 +415,7 @@ def _write_decisions(
     decisions: duckdb.DuckDBPyRelation, output: Path, dump: str, policy: MinhashPolicy
 ) -> None:
     metadata = {POLICY_KEY: policy.fingerprint().encode(), DUMP_KEY: dump.encode()}
+    # Fixed row groups: DuckDB does not promise the size of the chunks it hands over; the bytes
+    # published must depend on the rows alone.
     batches = decisions.to_arrow_reader(ROW_GROUP_ROWS)
     write_in_row_groups(output, DECISION_SCHEMA.with_metadata(metadata), batches, ROW_GROUP_ROWS)

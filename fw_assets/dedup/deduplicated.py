@@ -14,20 +14,21 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from fw_assets.contract_checks import ContractReport, Events, check_specs
-from fw_assets.dedup import checks as dedup_checks
-from fw_assets.dedup.checks import (
-    DEDUP_CHECKS,
+from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.band_key_lineage import later_dumps
+from fw_assets.dedup.checks import DEDUPLICATED_CHECK_SPECS
+from fw_assets.dedup.contract import (
+    CONTRACT_SQL,
     bucket_drops,
     check_decisions,
     example_pairs,
     similarity_histogram,
 )
-from fw_assets.dedup.band_key_index import band_key_index, later_dumps
 from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
-from fw_assets.dedup.minhash_file import MinhashFileError
 from fw_assets.dedup.policy import MINHASH_POLICY, Scope
+from fw_assets.dedup.signature_files import MinhashFileError
 from fw_assets.layout import (
     dedup_path,
     generation_record_path,
@@ -44,11 +45,11 @@ from fw_assets.partitions import PER_DUMP, dump_partitions
 from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
-SQL = ("dedup_decisions", "dedup_sorted_keys", *dedup_checks.CHECKS_SQL)
+SQL = ("dedup_decisions", "dedup_sorted_keys", *CONTRACT_SQL)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
-    for name in ("decide", "checks", "sorted_keys", "minhash_file", "signatures", "row_groups", "policy")
-) + ("fw_assets.lib.checked_arrow",)
+    for name in ("decide", "contract", "sorted_keys", "signature_files", "signing", "row_groups", "policy")
+) + ("fw_assets.lib.checked_arrow", "fw_assets.lib.compiled")
 # The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
 FINGERPRINT = MINHASH_POLICY.fingerprint()
 # Every earlier dump's band keys, through the external band_key_index, not through minhash: a
@@ -68,7 +69,7 @@ DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
     deps=[minhash, *EARLIER_BAND_KEYS],
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
-    check_specs=check_specs("deduplicated", DEDUP_CHECKS),
+    check_specs=DEDUPLICATED_CHECK_SPECS,
     description="One decision per bucketed id: `dedup/<dump>.parquet` (id, bucket, keep, "
     "duplicate_of, duplicate_of_dump, similarity). The earliest crawl wins; within a dump each "
     "near-duplicate cluster keeps its best-scoring document. Scope: $FW_DEDUP_SCOPE.",

@@ -7,9 +7,9 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.dedup.band_key_index import published as band_key_index_published
-from fw_assets.dedup.minhash_file import write_minhash_file
+from fw_assets.dedup.band_key_lineage import published as band_key_index_published
 from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.signature_files import write_minhash_file
 from fw_assets.layout import (
     generation_record_path,
     minhash_files,
@@ -31,10 +31,10 @@ SQL = ("dedup_sorted_keys",)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
     for name in (
-        "minhash_file", "fused_shingles", "shingle_kernel", "shingle_tables", "shingles",
-        "signatures", "sorted_keys", "row_groups", "policy",
+        "signature_files", "shingling.fused", "shingling.kernel", "shingling.code_points",
+        "shingling.definition", "signing", "sorted_keys", "row_groups", "policy",
     )
-) + ("fw_assets.lib.checked_arrow",)
+) + ("fw_assets.lib.checked_arrow", "fw_assets.lib.compiled")
 FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
 # A signed document takes ~650 bytes: its id, 16 band keys twice (per document and sorted), a
 # 224-byte signature and its text's first 80 characters (585 measured on generated texts).

@@ -21,11 +21,12 @@ class Scope(StrEnum):
     OFF = "off"  # every document kept
 
 
-# Version of the text normalisation and shingle/band hashing in fw_assets.dedup; bump it when
-# either changes, so files written before are refused as "another policy".
+# Version of the text normalisation and shingle hashing (fw_assets.dedup.shingling) and of the band
+# hashing (fw_assets.dedup.signing); bump it when either changes, so files written before are
+# refused as "another policy".
 SHINGLING_VERSION = 1
-# Version of the `minhash` file's columns (fw_assets.dedup.minhash_file); bump it when they change,
-# so that files written before are refused by the same fingerprint check. 2: `text_start` added;
+# Version of the `minhash` file's columns (fw_assets.dedup.signature_files); bump it when they
+# change, so that files written before are refused by the same fingerprint check. 2: `text_start` added;
 # 3: signatures and sorted keys in checksummed Arrow files beside it; 4: a digest per column.
 MINHASH_FILE_VERSION = 4
 

@@ -1,7 +1,7 @@
 """A dump's band keys sorted by key (`<dump>.keys.arrow` beside its minhash file).
 
 Deciding a dump reads the band keys of every earlier dump. Each earlier file is probed against
-an index of the dump's own keys (KeyIndex) in one pass (numba) over its flat uint64 column: no
+an index of the dump's own keys (KeyIndex) in one compiled pass over its flat uint64 column: no
 hash table rebuilt per earlier dump, no list column unnested. The file is checksummed Arrow,
 memory-mapped: an earlier dump costs about that pass, not the decoding of its 12 bytes a key
 (the key and its row in the minhash file). Sorted, the keys are probed in order, so both tables
@@ -9,7 +9,6 @@ of the index are walked front to back, as a merge would walk the keys.
 """
 
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -18,6 +17,7 @@ import pyarrow as pa
 
 from fw_assets.dedup.row_groups import in_row_groups
 from fw_assets.lib.checked_arrow import write_checked_arrow
+from fw_assets.lib.compiled import compiled_lazily, pack_pairs, unpack_pairs
 from fw_assets.lib.sql import load_sql
 
 SORTED_KEYS_SCHEMA = pa.schema([("key", pa.uint64()), ("row", pa.uint32())])
@@ -28,7 +28,9 @@ def write_sorted_keys(
     con: duckdb.DuckDBPyConnection, minhash: Path, output: Path, metadata: dict[bytes, bytes]
 ) -> None:
     """Every band key of the minhash file with its row there, ordered by (key, row); DuckDB sorts
-    (spilling past its memory limit)."""
+    (spilling past its memory limit). Written in record batches of BATCH_ROWS whatever the size of
+    the chunks DuckDB hands over (not promised), so that the file's bytes depend on the keys
+    alone."""
     relation = con.sql(load_sql("dedup_sorted_keys"), params={"path": str(minhash)})
     schema = SORTED_KEYS_SCHEMA.with_metadata(metadata)
     batches = relation.to_arrow_reader(BATCH_ROWS)
@@ -63,21 +65,14 @@ def key_index(keys: np.ndarray, rows: np.ndarray) -> KeyIndex:
     bucket_bits = min(max(len(keys).bit_length() - 1, 1), 40)
     present = np.zeros(1 << (bucket_bits + 1), np.uint8)  # 2^(bucket_bits + 4) bits
     starts = np.zeros((1 << bucket_bits) + 1, np.int64)
-    build, _ = _compiled_kernels()
-    build(keys, np.uint64(64 - bucket_bits - 4), np.uint64(64 - bucket_bits), present, starts)
+    _build(keys, np.uint64(64 - bucket_bits - 4), np.uint64(64 - bucket_bits), present, starts)
     return KeyIndex(keys, rows, present, starts, bucket_bits)
 
 
-@cache
-def _compiled_kernels():
-    """The two loops below compiled by numba, imported here so that loading the code location does
-    not load LLVM (fw_assets_tests/test_structure.py)."""
-    import numba
-
-    return tuple(numba.njit(nogil=True, cache=True)(f) for f in (_build, _probe))
-
-
+@compiled_lazily
 def _build(keys, present_shift, bucket_shift, present, starts):  # pragma: no cover
+    """Each key's bit set in `present`; `starts` counted per bucket, then summed into where each
+    bucket's keys begin."""
     for key in keys:
         bit = key >> present_shift
         present[bit >> np.uint64(3)] |= np.uint8(1) << np.uint8(bit & np.uint64(7))
@@ -86,6 +81,7 @@ def _build(keys, present_shift, bucket_shift, present, starts):  # pragma: no co
         starts[bucket] += starts[bucket - 1]
 
 
+@compiled_lazily
 def _probe(keys, rows, present, starts, present_shift, bucket_shift, other_keys, other_rows, out, out_other):  # pragma: no cover
     """Every pair of rows under an equal key is counted, and written to the outputs while they
     have room."""
@@ -108,22 +104,23 @@ def _probe(keys, rows, present, starts, present_shift, bucket_shift, other_keys,
 def matching_rows(index: KeyIndex, other: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(own row, other row) of every distinct pair sharing at least one key, ordered; `other` is
     a sorted keys table, probed a record batch at a time (in place, no copy)."""
-    pairs = [np.empty(0, np.int64)]
+    # uint64 throughout, as pack_pairs returns: concatenating int64 with uint64 would give float64.
+    pairs = [np.empty(0, np.uint64)]
     for batch in other.to_batches():
         pairs.append(_probed_pairs(index, batch.column(0).to_numpy(), batch.column(1).to_numpy()))
-    pairs = np.unique(np.concatenate(pairs))
-    return pairs >> 32, pairs & 0xFFFFFFFF
+    return unpack_pairs(np.unique(np.concatenate(pairs)))
 
 
 def _probed_pairs(index: KeyIndex, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """own row << 32 | other row of every pair of rows under an equal key."""
+    """own row << 32 | other row (uint64) of every pair of rows under an equal key: one number a
+    pair, so that np.unique finds the distinct pairs, ordered, in one sort. Rows are below 2^32
+    (a row of a minhash file is a uint32, SORTED_KEYS_SCHEMA); pack_pairs refuses any other."""
     room = len(keys) // 8 + 1024  # one pass when under an eighth of the keys match
     out, out_other = np.empty(room, np.int64), np.empty(room, np.int64)
-    _, probe = _compiled_kernels()
     shifts = np.uint64(64 - index.present_bits), np.uint64(64 - index.bucket_bits)
     arguments = (index.keys, index.rows, index.present, index.starts, *shifts, keys, rows)
-    n = probe(*arguments, out, out_other)
+    n = _probe(*arguments, out, out_other)
     if n > room:
         out, out_other = np.empty(n, np.int64), np.empty(n, np.int64)
-        probe(*arguments, out, out_other)
-    return out[:n] << 32 | out_other[:n]
+        _probe(*arguments, out, out_other)
+    return pack_pairs(out[:n], out_other[:n])

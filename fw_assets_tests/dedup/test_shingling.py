@@ -1,5 +1,6 @@
-"""The fused shingler (fw_assets.dedup.fused_shingles) gives exactly the shingles of the Arrow
-path (fw_assets.dedup.shingles), so minhash files written before it stay valid."""
+"""Shingling (fw_assets.dedup.shingling): the definition's normalisation and words, and the
+compiled pass giving exactly the shingles of the Arrow path (the definition), so minhash files
+written before it stay valid."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.dedup import minhash_file
-from fw_assets.dedup.fused_shingles import fused_pass, fused_shingles
+from fw_assets.dedup import signature_files
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.dedup.shingles import shingles
+from fw_assets.dedup.shingling import shingles
+from fw_assets.dedup.shingling.definition import arrow_shingles, normalise, words
+from fw_assets.dedup.shingling.fused import fused_pass
 from fw_assets.layout import minhash_files
 from fw_assets.synthetic.generator import sample_table
+from fw_assets_tests.dedup.texts import BASE, VARIANTS
 
 DUMP = "CC-MAIN-2013-20"
 
@@ -24,10 +27,20 @@ DUMP = "CC-MAIN-2013-20"
 def assert_same_shingles(texts: list[str | None] | pa.Array, ngrams=(1, 2, 5)) -> None:
     texts = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.string())
     for n in ngrams:
-        fused, arrow = fused_shingles(texts, n), shingles(texts, n)
+        fused, arrow = shingles(texts, n), arrow_shingles(texts, n)
         assert np.array_equal(fused.offsets, arrow.offsets), f"{n}-grams: other counts"
         differing = np.flatnonzero(fused.hashes != arrow.hashes)
         assert not len(differing), f"{n}-grams: {len(differing)} hashes differ"
+
+
+def test_normalisation_folds_case_punctuation_digits_accents_and_whitespace():
+    (normalised,) = normalise(pa.array(["Café, 3.14 and 1,000 NAÏVE—words!\u00a0Done"])).to_pylist()
+    assert normalised.split() == [
+        "cafe", "0", "and", "0", "naive", "words", "done",
+    ]
+    hashes, offsets = words(pa.array([BASE, *VARIANTS]))
+    per_doc = [hashes[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    assert all(np.array_equal(per_doc[0], other) for other in per_doc[1:])
 
 
 def left_to_arrow(texts: list[str]) -> set[str]:
@@ -113,13 +126,13 @@ def test_the_minhash_file_of_a_sample_dump_is_byte_identical_to_the_arrow_paths(
 
     def written(name: str) -> list[bytes]:
         output = tmp_path / f"{name}.parquet"
-        minhash_file.write_minhash_file(
+        signature_files.write_minhash_file(
             duckdb.connect(), sources, output, DUMP, MINHASH_POLICY, threads=2, batch_rows=500
         )
         return [path.read_bytes() for path in minhash_files(output)]
 
     fused = written("fused")
-    monkeypatch.setattr(minhash_file, "fused_shingles", shingles)
+    monkeypatch.setattr(signature_files, "shingles", arrow_shingles)
     assert fused == written("arrow")
 
 
@@ -129,3 +142,18 @@ def test_chunked_sliced_and_large_strings_shingle_alike(n):
     sliced = texts.combine_chunks().slice(17, 200)
     for variant in (texts, sliced, sliced.cast(pa.large_string()), pa.chunked_array([], pa.string())):
         assert_same_shingles(variant, ngrams=(n,))
+
+
+def test_a_document_has_the_same_words_in_any_batch(tmp_path):
+    """Words do not depend on the batch a document is read in, first or last in it."""
+    texts = sample_table(DUMP, 0, 999)["text"]  # three batches of 333
+    pq.write_table(pa.table({"text": texts}), tmp_path / "texts.parquet")
+    batches = pq.ParquetFile(tmp_path / "texts.parquet").iter_batches(333)
+    alone = {}
+    for batch in batches:
+        hashes, offsets = words(batch.column("text"))
+        for i in (0, 1, batch.num_rows - 2, batch.num_rows - 1):
+            text = batch.column("text")[i].as_py()
+            alone[text] = words(pa.array([text]))[0]
+            assert np.array_equal(hashes[offsets[i] : offsets[i + 1]], alone[text])
+    assert len(alone) == 12

@@ -1,47 +1,30 @@
-"""Signatures and minhash files (fw_assets.dedup): normalisation, short texts, the fingerprint."""
+"""The files of `minhash` (fw_assets.dedup.signature_files): variants of one text signed alike,
+short texts unsigned, the policy's fingerprint carried and checked."""
 
 from __future__ import annotations
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.minhash_file import (
+from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
+from fw_assets.dedup.signature_files import (
     FINGERPRINT_KEY,
     MinhashFileError,
     check_minhash_file,
     read_signatures,
     write_minhash_file,
 )
-from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
-from fw_assets.dedup.shingles import normalise, words
-from fw_assets.synthetic.generator import sample_table
+from fw_assets_tests.dedup.texts import BASE, VARIANTS
 
 DUMP = "CC-MAIN-2013-20"
-BASE = "the students measured the growth of plants in the school garden every week for 12 months"
-VARIANTS = [
-    "The Students measured the growth of plants, in the school-garden every week for 7 months!",
-    "THE STUDENTS MEASURED THE GROWTH OF PLANTS IN THE SCHOOL GARDEN EVERY WEEK FOR 3.5 MONTHS.",
-    "the  stüdents\tmeasured the\n\ngrowth of plánts in the school garden every week for 12 months",
-]
 
 
 def write_bucketed(path, texts: list[str]) -> None:
     ids = [f"<urn:uuid:00000000-0000-4000-8000-{i:012d}>" for i in range(len(texts))]
     pq.write_table(pa.table({"id": ids, "text": texts, "score": [3.0] * len(texts)}), path)
-
-
-def test_normalisation_folds_case_punctuation_digits_accents_and_whitespace():
-    (normalised,) = normalise(pa.array(["Café, 3.14 and 1,000 NAÏVE—words!\u00a0Done"])).to_pylist()
-    assert normalised.split() == [
-        "cafe", "0", "and", "0", "naive", "words", "done",
-    ]
-    hashes, offsets = words(pa.array([BASE, *VARIANTS]))
-    per_doc = [hashes[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
-    assert all(np.array_equal(per_doc[0], other) for other in per_doc[1:])
 
 
 def test_variants_of_one_text_get_one_signature_and_short_texts_none(tmp_path):
@@ -91,18 +74,3 @@ def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(
         check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, "CC-MAIN-2013-48")
     assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()
     assert MinhashPolicy(scope="off").fingerprint() != MINHASH_POLICY.fingerprint()
-
-
-def test_a_document_has_the_same_words_in_any_batch(tmp_path):
-    """Words do not depend on the batch a document is read in, first or last in it."""
-    texts = sample_table(DUMP, 0, 999)["text"]  # three batches of 333
-    pq.write_table(pa.table({"text": texts}), tmp_path / "texts.parquet")
-    batches = pq.ParquetFile(tmp_path / "texts.parquet").iter_batches(333)
-    alone = {}
-    for batch in batches:
-        hashes, offsets = words(batch.column("text"))
-        for i in (0, 1, batch.num_rows - 2, batch.num_rows - 1):
-            text = batch.column("text")[i].as_py()
-            alone[text] = words(pa.array([text]))[0]
-            assert np.array_equal(hashes[offsets[i] : offsets[i + 1]], alone[text])
-    assert len(alone) == 12

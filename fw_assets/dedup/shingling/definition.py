@@ -1,5 +1,5 @@
-"""Word n-gram shingles of whole batches of documents, vectorised (Arrow kernels and numpy):
-the definition of a document's shingles.
+"""The definition of a document's shingles: word n-grams of whole batches of documents,
+vectorised (Arrow kernels and numpy), called "the Arrow path".
 
 Text is normalised in datatrove's MinHash steps (lower case; digit runs, decimals included, to
 `0`; punctuation and symbols to spaces; accents stripped; whitespace collapsed), with one
@@ -9,8 +9,9 @@ whitespace, and every word hashed once per batch (Arrow's dictionary encoding fi
 distinct words). A shingle's hash combines its n word hashes in order, so it depends on the
 words alone: the same text gets the same shingles in any batch, at any thread count.
 
-`minhash` files are signed with fw_assets.dedup.fused_shingles, which computes the same values
-in one compiled pass (several times faster) and falls back to this module per document.
+`minhash` files are signed with the package's entry point, `shingles` (fused.py), which computes
+the same values in one compiled pass (several times faster) and falls back to this module per
+document.
 """
 
 from dataclasses import dataclass
@@ -108,7 +109,7 @@ def words(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return word_hashes, offsets
 
 
-def shingles(texts: pa.Array, n: int) -> Shingles:
+def arrow_shingles(texts: pa.Array, n: int) -> Shingles:
     """Hashes of the word n-grams of each document; documents with fewer than n words get none."""
     word_hashes, word_offsets = words(texts)
     starts = len(word_hashes) - n + 1

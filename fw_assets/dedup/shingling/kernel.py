@@ -1,23 +1,23 @@
-"""The fused shingler's loop, compiled by numba: one pass over each document's UTF-8 bytes that
-normalises, splits, hashes words and combines n-grams as fw_assets.dedup.shingles does.
+"""The compiled pass of the shingling: one pass over each document's UTF-8 bytes that normalises,
+splits, hashes words and combines n-grams as the definition (definition.py) does.
 
-Imported only when a batch is shingled (fw_assets.dedup.fused_shingles), so that loading the
-code location does not load LLVM (fw_assets_tests/test_structure.py).
+Its functions are compiled when the module is imported (they call one another, so each must be
+compiled before its callers): it is imported only when a batch is shingled (fused.py), so that
+loading the code location does not load LLVM (fw_assets_tests/test_structure.py).
 """
 
-import numba
 import numpy as np
 
-from fw_assets.dedup.shingle_tables import DIGIT, FALLBACK, WORD
-from fw_assets.dedup.shingles import BYTE_BASE, MULTIPLIER, fmix64
+from fw_assets.dedup.shingling.code_points import DIGIT, FALLBACK, WORD
+from fw_assets.dedup.shingling.definition import BYTE_BASE, MULTIPLIER, fmix64
+from fw_assets.lib.compiled import compiled
 
 _ZERO, _ONE = np.uint64(0), np.uint64(1)
 _FOLDED_DIGITS = np.uint64(ord("0") + 1)  # a number's one byte, `0`, as a polynomial term
-_compiled = numba.njit(nogil=True, cache=True)
-_fmix64 = _compiled(fmix64)  # the numpy function, compiled for one hash at a time
+_fmix64 = compiled(fmix64)  # the numpy function, compiled for one hash at a time
 
 
-@_compiled
+@compiled
 def _decode(data, i, end):
     """The code point starting at data[i] and its length in bytes; -1 if not valid UTF-8."""
     first = np.int64(data[i])
@@ -40,7 +40,7 @@ def _decode(data, i, end):
     return code_point, size
 
 
-@_compiled
+@compiled
 def _digits_end(data, i, end, kinds):
     while i < end:
         code_point, size = _decode(data, i, end)
@@ -50,7 +50,7 @@ def _digits_end(data, i, end, kinds):
     return i
 
 
-@_compiled
+@compiled
 def _number_end(data, i, end, kinds, separators):
     """Where the number starting at digit data[i] ends: its digit run, then a separator and a
     second run if one follows (what the DIGITS regex matches, greedily)."""
@@ -64,7 +64,7 @@ def _number_end(data, i, end, kinds, separators):
     return i
 
 
-@_compiled
+@compiled
 def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, word_bytes):
     """(shingle hashes, shingles per document, documents left to the Arrow path: no shingles)."""
     documents = len(offsets) - 1
@@ -89,7 +89,7 @@ def shingle_documents(data, offsets, valid, n, kinds, separators, word_offsets, 
     return hashes[:position], counts, fallback
 
 
-@_compiled
+@compiled
 def _letter_terms(kinds, word_offsets, word_bytes):
     """The term (byte + 1) an ASCII letter adds to its word's hash, 0 for any other byte."""
     terms = np.zeros(0x100, np.uint64)
@@ -99,7 +99,7 @@ def _letter_terms(kinds, word_offsets, word_bytes):
     return terms
 
 
-@_compiled
+@compiled
 def _shingle_document(data, i, end, tables, window, out):
     """Write the shingles of data[i:end] to `out`: how many, or -1 if the document is left to
     the Arrow path (a FALLBACK code point, invalid UTF-8)."""

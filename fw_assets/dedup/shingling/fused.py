@@ -1,9 +1,10 @@
-"""The shingles of fw_assets.dedup.shingles, bit for bit, in one compiled pass over the text.
+"""The package's entry point, `shingles`: the shingles of the definition (definition.py), bit for
+bit, in one compiled pass over the text.
 
 The Arrow path normalises whole batches with several kernels (lower case, two regexes, NFD),
 splits, encodes a dictionary of words and hashes it: most of a `minhash` step's time. Here a
-numba loop (fw_assets.dedup.shingle_kernel) walks each document's UTF-8 bytes once, looking
-every code point up in tables derived from those same kernels (fw_assets.dedup.shingle_tables).
+compiled loop (kernel.py) walks each document's UTF-8 bytes once, looking every code point up in
+tables derived from those same kernels (code_points.py).
 A document holding a code point whose effect depends on its neighbours (or invalid UTF-8) is
 shingled by the Arrow path instead, and its shingles are put back in its place.
 """
@@ -11,23 +12,26 @@ shingled by the Arrow path instead, and its shingles are put back in its place.
 import numpy as np
 import pyarrow as pa
 
-from fw_assets.dedup.shingle_tables import code_point_tables
-from fw_assets.dedup.shingles import Shingles, offsets_of, shingles, string_buffers
+from fw_assets.dedup.shingling.code_points import code_point_tables
+from fw_assets.dedup.shingling.definition import Shingles, arrow_shingles, offsets_of, string_buffers
 
 
-def fused_shingles(texts: pa.Array | pa.ChunkedArray, n: int) -> Shingles:
-    """Equal to `shingles(texts, n)`: the same hashes and offsets."""
+def shingles(texts: pa.Array | pa.ChunkedArray, n: int) -> Shingles:
+    """The word n-gram shingles of each document of `texts`; equal to `arrow_shingles(texts, n)`:
+    the same hashes and offsets."""
     texts = _utf8_strings(texts)
     fused, rows = fused_pass(texts, n)
     if not len(rows):
         return fused
-    return _merged(fused, rows, shingles(texts.take(pa.array(rows)), n))
+    return _merged(fused, rows, arrow_shingles(texts.take(pa.array(rows)), n))
 
 
 def fused_pass(texts: pa.Array | pa.ChunkedArray, n: int) -> tuple[Shingles, np.ndarray]:
     """The compiled pass alone: shingles of the documents it could shingle (none for the
     others), and the rows of the others, left to the Arrow path."""
-    from fw_assets.dedup.shingle_kernel import shingle_documents  # loads numba
+    # Imported here: the kernel compiles (loads numba and LLVM) when imported, which loading the
+    # code location must not do (fw_assets_tests/test_structure.py).
+    from fw_assets.dedup.shingling.kernel import shingle_documents
 
     texts = _utf8_strings(texts)
     tables = code_point_tables()

@@ -1,16 +1,18 @@
-"""MinHash signatures, LSH band keys and similarity estimates of shingled documents.
+"""MinHash the algorithm: signatures, LSH band keys and similarity estimates of shingled documents.
+
+Named for what it does, signing, so that "minhash" means one thing in the package: the asset
+(`minhash.py`, in the UI). The files it writes are signature_files.py's.
 
 Permutation p maps a shingle hash x to `a[p] * x + b[p]` modulo 2^64 (a odd, so a bijection);
-a document's hash p is the least image of its shingles. The loop is compiled by numba: it is the
-classic k-permutation MinHash at the speed of the shingling (bench/minhash_candidates.py).
+a document's hash p is the least image of its shingles. The loop is compiled: it is the classic
+k-permutation MinHash at the speed of the shingling (bench/minhash_candidates.py).
 """
-
-from functools import cache
 
 import numpy as np
 
 from fw_assets.dedup.policy import MinhashPolicy
-from fw_assets.dedup.shingles import Shingles, fmix64
+from fw_assets.dedup.shingling import Shingles, fmix64
+from fw_assets.lib.compiled import compiled_lazily
 
 EMPTY = np.uint64(2**64 - 1)  # hash of a document without shingles (fewer words than the n-gram)
 _BAND_MULTIPLIER = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -24,16 +26,10 @@ def permutations(policy: MinhashPolicy) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@cache
-def _compiled_least_images():
-    """The loop below compiled by numba, imported here so that loading the code location does not
-    load LLVM (fw_assets_tests/test_structure.py)."""
-    import numba
-
-    return numba.njit(nogil=True, cache=True)(_least_images)
-
-
+@compiled_lazily
 def _least_images(hashes, offsets, a, b):  # pragma: no cover - compiled
+    """(documents, permutations): each document's least image of its shingle `hashes`
+    (`hashes[offsets[i]:offsets[i + 1]]` are document i's) under every permutation (a, b)."""
     out = np.full((len(offsets) - 1, len(a)), np.uint64(2**64 - 1), np.uint64)
     for doc in range(len(offsets) - 1):
         row = out[doc]
@@ -46,9 +42,9 @@ def _least_images(hashes, offsets, a, b):  # pragma: no cover - compiled
     return out
 
 
-def minhash(shingles: Shingles, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def signatures_of(shingles: Shingles, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(documents, permutations) uint64; rows of documents without shingles are all EMPTY."""
-    return _compiled_least_images()(shingles.hashes, shingles.offsets, a, b)
+    return _least_images(shingles.hashes, shingles.offsets, a, b)
 
 
 def band_keys(signatures: np.ndarray, policy: MinhashPolicy) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""What the normalisation of fw_assets.dedup.shingles does to each code point, as lookup tables
-for the fused shingler (fw_assets.dedup.fused_shingles).
+"""What the normalisation of the definition (definition.py) does to each code point, as lookup
+tables for the compiled pass (kernel.py).
 
 The tables are not a second definition: they are derived by running the Arrow kernels and
 regexes of `normalise` and `words` on every code point, so both paths agree by construction.
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fw_assets.dedup.shingles import ACCENTS, DIGITS, PUNCTUATION, string_buffers
+from fw_assets.dedup.shingling.definition import ACCENTS, DIGITS, PUNCTUATION, string_buffers
 
 WORD, SPACE, DIGIT, FALLBACK = 0, 1, 2, 3
 CODE_POINTS = 0x110000

@@ -1,4 +1,6 @@
-"""The `minhash` file of a dump: each bucketed document's band keys, and the files beside it.
+"""The files of the `minhash` asset, their format: writer, reader and checks. Named for what they
+hold, signatures, so that "minhash" means one thing in the package, the asset; the signing itself
+is signing.py's. "A minhash file" below is the asset's `<dump>.parquet`.
 
 `<dump>.parquet` has columns `id`, `bucket`, `score`, `band_keys` (one uint64 per band, null for
 a document with fewer words than the n-gram) and `text_start` (the text's first 80 characters,
@@ -15,7 +17,9 @@ in their metadata, so a file from another policy or an older version of this mod
 name instead of silently mixing signatures.
 
 Documents are read in the order given (bucket, file, row) and written in that order; batches
-are signed on `threads` threads but written in sequence, so the files are the same at any count.
+are signed on `threads` threads but written in sequence, in row groups (record batches) of
+ROW_GROUP_ROWS rows whatever the batches' sizes (row_groups.py), so the files are the same at any
+thread count and batch size.
 """
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,8 +35,8 @@ import duckdb
 
 from fw_assets.dedup.policy import MinhashPolicy
 from fw_assets.dedup.row_groups import in_row_groups, parquet_writer
-from fw_assets.dedup.fused_shingles import fused_shingles
-from fw_assets.dedup.signatures import band_keys, compact, minhash, permutations
+from fw_assets.dedup.shingling import shingles
+from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import signatures_path, sorted_keys_path
 from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
@@ -153,8 +157,8 @@ def _signed_batch(
     b: np.ndarray,
     schema: pa.Schema,
 ) -> pa.RecordBatch:
-    grams = fused_shingles(rows.column("text"), policy.ngram)
-    signatures = minhash(grams, a, b)
+    grams = shingles(rows.column("text"), policy.ngram)
+    signatures = signatures_of(grams, a, b)
     signed = grams.counts() > 0
     keys = band_keys(signatures, policy)
     key_lists = pa.ListArray.from_arrays(

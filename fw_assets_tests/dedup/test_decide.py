@@ -1,4 +1,4 @@
-"""Near-duplicate decisions (fw_assets.dedup) on generated dumps with planted copies."""
+"""Near-duplicate decisions (fw_assets.dedup.decide) on generated dumps with planted copies."""
 
 from __future__ import annotations
 
@@ -14,82 +14,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from bench.dedup_quality import DUMPS, PARAGRAPH_SHARE, caught_share, datatrove_kept_ids, planted_pairs
+from bench.dedup_quality import DUMPS, caught_share, datatrove_kept_ids, planted_pairs
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.explain import explain
-from fw_assets.dedup.minhash_file import MinhashFileError, signed_schema, write_minhash_file, write_signed
 from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
+from fw_assets.dedup.signature_files import MinhashFileError, signed_schema, write_minhash_file, write_signed
 from fw_assets.layout import minhash_files as published_together
 from fw_assets.layout import signatures_path, sorted_keys_path
-from fw_assets.synthetic.generator import write_sample_dumps
+from fw_assets_tests.dedup.planted_dumps import decide, minhash_files, read
 from fw_assets_tests.helpers import damage_arrow_values, damage_first_page
 
-ROWS = 2_000  # per dump
 # Planted copies have word 5-gram Jaccard 0.8-0.9 with their template: 16 x 7 bands make such a
 # pair a candidate with probability >= 0.977. Against datatrove itself: the e2e test below.
 CAUGHT_AT_LEAST = 0.95
-
-
-def minhash_files(
-    root: Path, out: Path, policy: MinhashPolicy = MINHASH_POLICY, threads: int = 1, batch: int = 500
-) -> dict[str, Path]:
-    """Each dump's rows split in two score buckets, as bucketed would, signed into out/<dump>.parquet."""
-    out.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for dump in DUMPS:
-        table = pq.read_table(root / "data" / dump, columns=["id", "text", "score"])
-        sources = []
-        low = pc.less(table["score"], 3.0)
-        for bucket, rows in (("2.8", low), ("3.0", pc.invert(low))):
-            path = out / f"{dump}-{bucket}-bucketed.parquet"
-            pq.write_table(table.filter(rows), path)
-            sources.append((bucket, path))
-        files[dump] = out / f"{dump}.parquet"
-        with duckdb.connect(":memory:", config={"threads": threads}) as con:
-            write_minhash_file(con, sources, files[dump], dump, policy, threads, batch)
-    return files
-
-
-def decide(
-    minhash: dict[str, Path], out: Path, order=DUMPS, threads: int = 1, policy=MINHASH_POLICY
-) -> dict[str, Path]:
-    """Decide `order`'s dumps one after another, each against the earlier dumps' minhash files present."""
-    out.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(":memory:", config={"threads": threads})
-    try:
-        for dump in order:
-            earlier = [(d, minhash[d]) for d in DUMPS if d < dump and minhash[d].exists()]
-            decide_dump(con, dump, minhash[dump], earlier, out / f"{dump}.parquet", policy, threads)
-    finally:
-        con.close()
-    return {dump: out / f"{dump}.parquet" for dump in DUMPS}
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("dedup")
-    write_sample_dumps(root, DUMPS, rows_per_dump=ROWS, seed=0, paragraph_share=PARAGRAPH_SHARE)
-    return root
-
-
-@pytest.fixture(scope="module")
-def minhash(root) -> dict[str, Path]:
-    return minhash_files(root, root / "minhash")
-
-
-@pytest.fixture(scope="module")
-def decisions(root, minhash) -> dict[str, Path]:
-    return decide(minhash, root / "dedup")
-
-
-@pytest.fixture(scope="module")
-def texts(root) -> dict[str, str]:
-    table = pq.read_table(root / "data", columns=["id", "text"])
-    return dict(zip(table["id"].to_pylist(), table["text"].to_pylist()))
-
-
-def read(decisions: dict[str, Path]) -> dict[str, list[dict]]:
-    return {dump: pq.read_table(path).to_pylist() for dump, path in decisions.items()}
 
 
 def word_5grams(text: str) -> set[tuple[str, ...]]:
@@ -345,79 +281,3 @@ def test_scopes(minhash, decisions, tmp_path):
     )
     off = read(decide(minhash, tmp_path / "off", policy=MinhashPolicy(scope=Scope.OFF)))
     assert all(r["keep"] for rows in off.values() for r in rows)
-
-
-def test_explain_names_the_match_the_shared_bands_and_the_similarity(minhash, decisions):
-    rows = read(decisions)[DUMPS[2]]
-    dropped = next(r for r in rows if not r["keep"] and r["duplicate_of_dump"] != DUMPS[2])
-    kept = next(r for r in rows if r["keep"])
-    con = duckdb.connect(":memory:")
-    (why,) = explain(con, dropped["id"], decisions, minhash.__getitem__)
-    assert (why.dump, why.duplicate_of, why.duplicate_of_dump) == (
-        DUMPS[2], dropped["duplicate_of"], dropped["duplicate_of_dump"]
-    )
-    assert why.shared_bands and why.similarity == dropped["similarity"]
-    assert f"near-duplicate of {dropped['duplicate_of']} ({dropped['duplicate_of_dump']})" in why.describe()
-    assert "share band(s)" in why.describe()
-    assert [e.keep for e in explain(con, kept["id"], decisions, minhash.__getitem__)] == [True]
-    assert explain(con, "<urn:uuid:nothing>", decisions, minhash.__getitem__) == []
-
-
-def rewritten(decisions: Path, target: Path, change) -> Path:
-    """A copy of a decision file with `change(rows)` applied to its rows."""
-    table = pq.read_table(decisions)
-    pq.write_table(pa.Table.from_pylist(change(table.to_pylist()), table.schema), target)
-    return target
-
-
-def dropped_through_cluster(rows: list[dict], doc_id: str, match: str, match_dump: str) -> list[dict]:
-    """`doc_id` dropped as a duplicate of `match`, as a cluster member without a band of its own
-    in common with it would be (the generated dumps hold no such chain)."""
-    pointer = {"keep": False, "duplicate_of": match, "duplicate_of_dump": match_dump, "similarity": 0.5}
-    return [{**r, **pointer} if r["id"] == doc_id else r for r in rows]
-
-
-def test_explain_words_drops_through_a_cluster_within_the_dump_and_against_an_earlier_one(
-    minhash, decisions, tmp_path
-):
-    first, second = (read(decisions)[d] for d in DUMPS[:2])
-    keeper, member, earlier = [r["id"] for r in first if r["keep"]][:3]
-    late_member = next(r["id"] for r in second if r["keep"])
-    files = dict(decisions)
-    files[DUMPS[0]] = rewritten(
-        decisions[DUMPS[0]], tmp_path / "first.parquet",
-        lambda rows: dropped_through_cluster(rows, member, keeper, DUMPS[0]),
-    )
-    files[DUMPS[1]] = rewritten(
-        decisions[DUMPS[1]], tmp_path / "second.parquet",
-        lambda rows: dropped_through_cluster(rows, late_member, earlier, DUMPS[0]),
-    )
-    con = duckdb.connect(":memory:")
-    (within,) = explain(con, member, files, minhash.__getitem__)
-    (against,) = explain(con, late_member, files, minhash.__getitem__)
-    assert within.shared_bands == against.shared_bands == ()
-    assert f"near-duplicate of {keeper} ({DUMPS[0]})" in within.describe()
-    assert "other documents of this dump link them into one near-duplicate cluster" in within.describe()
-    assert "earlier" not in within.describe()
-    assert f"near-duplicate of {earlier} ({DUMPS[0]})" in against.describe()
-    assert "another document of its cluster in this dump matched that earlier document" in against.describe()
-
-
-def test_explain_lists_every_dump_holding_the_id_in_crawl_order(minhash, decisions, tmp_path):
-    """Ids are unique per dump, not across dumps: a page fetched twice may keep its id."""
-    first = read(decisions)[DUMPS[0]]
-    kept = next(r for r in first if r["keep"])
-    files = {  # given latest first: the answer is still in crawl order
-        DUMPS[2]: decisions[DUMPS[2]],
-        DUMPS[1]: rewritten(
-            decisions[DUMPS[1]], tmp_path / "second.parquet",
-            lambda rows: [*rows, {**kept, "keep": False, "duplicate_of": kept["id"],
-                                  "duplicate_of_dump": DUMPS[0], "similarity": 1.0}],
-        ),
-        DUMPS[0]: decisions[DUMPS[0]],
-    }
-    con = duckdb.connect(":memory:")
-    found = explain(con, kept["id"], files, minhash.__getitem__)
-    assert [(e.dump, e.keep, e.duplicate_of_dump) for e in found] == [
-        (DUMPS[0], True, None), (DUMPS[1], False, DUMPS[0])
-    ]
