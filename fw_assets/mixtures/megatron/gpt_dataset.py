@@ -105,6 +105,8 @@ def build_sample_index(
     starts = np.arange(num_samples + 1, dtype=np.int64) * seq_length
     positions = np.searchsorted(ends, starts, side="right")
     offsets = starts - (ends[positions] - lengths[positions])
+    # the dtype is part of the file's bytes: Megatron picks the int32 C++ template unless a
+    # position or an offset could exceed it
     widest = max(len(document_index), int(sequence_lengths.max()))
     dtype = np.int32 if widest <= INT32_MAX else np.int64
     sample_index = np.empty((num_samples + 1, 2), dtype=dtype)
@@ -118,6 +120,7 @@ def build_shuffle_index(
     num_samples: int, epochs: EpochPlan, random_state: np.random.RandomState
 ) -> np.ndarray:
     """0 … num_samples − 1 shuffled; with a separate final epoch, its samples shuffled apart."""
+    # Megatron's threshold, kept to the unit (uint32 below 2^32 − 2): the dtype is in the file's bytes
     dtype = np.uint32 if num_samples < np.iinfo(np.uint32).max - 1 else np.int64
     first_part = epochs.samples_before_final_epoch if epochs.separate_final_epoch else num_samples
     first = np.arange(first_part, dtype=dtype)

@@ -14,11 +14,14 @@ import json
 
 def description_text(description: dict) -> str:
     """The `description.txt` body (no trailing newline), also the md5 input."""
+    # indent 4 and json's other defaults, as Megatron dumps it: other spacing or escaping is
+    # another md5, and Megatron would not find the cache
     return json.dumps(description, indent=4)
 
 
 def cache_file_stem(description: dict) -> str:
     """`<md5>-<class>-<split>`: every cache file of one dataset is named `<stem>-<kind>`."""
     digest = hashlib.md5(description_text(description).encode("utf-8")).hexdigest()
+    # a GPTDataset names its split `index_split` (its `split` is the `--split` string); a blend `split`
     split = description["index_split"] if "index_split" in description else description["split"]
     return f"{digest}-{description['class']}-{split}"
