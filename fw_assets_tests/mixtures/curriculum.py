@@ -12,10 +12,7 @@ from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
-
 DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48"]
-
-
 WEIGHTS = {"top": 0.5, "mid": 0.3, "low": 0.2}
 
 

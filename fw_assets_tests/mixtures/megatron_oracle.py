@@ -14,10 +14,7 @@ from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
-
 DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10"]
-
-
 TOKENIZER = "synthetic"
 
 
@@ -32,8 +29,6 @@ BLEND_CASE = SimpleNamespace(
     },
     documents={"4.0": 150, "3.0": 400, "3.5": 400, "2.8": 2_000},
 )
-
-
 # int32 tokens (vocabulary ≥ 65,500), no test split, weights by size, another seed
 INT32_CASE = SimpleNamespace(
     vocab_size=100_257, split="98,2,0", seq_length=128, tokens=150_000, seed=77,

@@ -10,10 +10,7 @@ from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
-
 DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10"]
-
-
 RECIPE = {
     "tokenizer": "synthetic",
     "sources": {
