@@ -11,7 +11,6 @@ plans printed.
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from fw_assets.layout import (
     dedup_path,
     mixture_dir,
     packed_root,
-    plan_path,
     report_path,
     shares_picture_path,
     source_data_dir,
@@ -37,7 +35,7 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.markdown import table
 from fw_assets.mixtures.contract import member_figures
-from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
+from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
@@ -109,14 +107,9 @@ def dedup_summary(output: Path, dumps: list[str]) -> tuple[str, str | None]:
     return table(header, rows), example
 
 
-def planned_stages(output: Path, recipe: str) -> list[StagePlan]:
-    plan = json.loads(plan_path(output, recipe).read_text())
-    return [stage_from_plan_json(plan, stage["name"]) for phase in plan["phases"] for stage in phase["stages"]]
-
-
 def mixture_summary(output: Path) -> str:
     """The demo recipe's plan: its stages, then each stage's sources and Megatron-LM flags."""
-    stages = planned_stages(output, DEMO_RECIPE)
+    stages = planned_stages(read_plan(output, DEMO_RECIPE))
     parts = [f"\nmixture {DEMO_RECIPE} (python -m fw_assets.mixtures explain {DEMO_RECIPE} --sample N):",
              stage_table(stages)]
     for stage in stages:
@@ -129,7 +122,7 @@ def curriculum_summary(output: Path) -> str:
     """The curriculum's stages (temperature annealed, context growing) and where its outputs are."""
     return "\n\n".join([
         f"\nmixture {CURRICULUM_RECIPE} (each stage's flags and sources: {report_path(output, CURRICULUM_RECIPE)}):",
-        stage_table(planned_stages(output, CURRICULUM_RECIPE)),
+        stage_table(planned_stages(read_plan(output, CURRICULUM_RECIPE))),
         f"shares over training: {shares_picture_path(output, CURRICULUM_RECIPE)}\n"
         f"packed samples:       {packed_root(output, CURRICULUM_RECIPE)}/<stage>/part-*.parquet",
     ])

@@ -6,7 +6,7 @@
 import time
 
 from bench.cases import mixture_case_parser, report
-from fw_assets.mixtures.cache import write_stage_cache
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_stage_cache
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 

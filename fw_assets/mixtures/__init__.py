@@ -1,12 +1,20 @@
 """Training mixtures: recipes (YAML) planned over the token files, and Megatron-Core's own sample,
 shuffle and blend indexes built ahead of training, byte for byte (see the README, "Training mixtures").
 
-Plain modules, no Dagster: `recipe` (parse, check), `plan` (prefixes, weights, sample counts,
-flags), `cache` (the cache files), `gpt_indexes` and `blend` (the index builders), `explain`,
-`contract` (the per-recipe checks), `report` (report.md, blend.md, metadata tables);
-curricula: `views` (each stage's fresh documents), `curriculum_report` (freshness, checks,
-table, picture), `packing` (samples as parquet rows).
-Dagster: `partitions` (one partition per recipe), the assets `mixture_plan`, `megatron_indexes` and
-`packed` (only with `export: packed`);
-`__main__` is the `explain` command.
+Plain modules, no Dagster:
+- `recipe`: a recipe file parsed and checked (every mistake a `RecipeError` naming file and key),
+  with the registry of temperature schedule shapes;
+- `plan`: prefixes, weights, sample counts and flags of every stage; `views`: each stage's fresh
+  documents (curricula);
+- `megatron/`: Megatron-Core's dataset builder, one module per Megatron file (`gpt_dataset`,
+  `blended_dataset`, `helpers`, `blended_megatron_dataset_builder`, ...): the cache files' names
+  and bytes;
+- `published`: the one reader of what the assets published (plan.json's stages, a blend sample's
+  documents in the cache), used by `explain`, `packing`, the assets and the demo;
+- `contract`: the per-recipe contract (plan, curriculum, built blends); `report`: report.md,
+  shares.png, blend.md and the metadata tables;
+- `explain`: the documents of one training sample; `packing`: samples as parquet rows.
+Dagster: `partitions` (one partition per recipe), `tokenized_inputs` (the token files the assets
+read), `checks` (the assets' check specs), and one module per asset: `mixture_plan`,
+`megatron_indexes` and `packed` (only with `export: packed`); `__main__` is the `explain` command.
 """

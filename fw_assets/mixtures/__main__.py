@@ -7,11 +7,11 @@ import json
 import sys
 
 from fw_assets import settings
-from fw_assets.layout import publication_name, mixture_cache_dir, plan_path
+from fw_assets.layout import mixture_cache_dir, publication_name
 from fw_assets.lib.publish import published_generation
 from fw_assets.mixtures.explain import explain_sample
-from fw_assets.mixtures.megatron_cache import SPLITS
-from fw_assets.mixtures.plan import stage_from_plan_json
+from fw_assets.mixtures.megatron.utils import SPLITS
+from fw_assets.mixtures.published import read_plan, stage_from_plan_json, stage_names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(2, f"recipe {args.recipe}: no indexes under {root}; materialize them with "
                            f"`dagster asset materialize -m fw_assets.definitions --select 'mixture_plan*' "
                            f"--partition {args.recipe}`\n")
-        plan = json.loads(plan_path(root, args.recipe).read_text())
-        stages = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
+        plan = read_plan(root, args.recipe)
+        stages = stage_names(plan)
         if args.stage is None and len(stages) > 1:
             parser.exit(2, f"recipe {args.recipe} has stages {stages}: pass --stage\n")
         try:

@@ -1,21 +1,24 @@
-"""The mixture contract, checked per recipe: the plan's token files, sample counts and epochs
-(mixture_plan), and the built blends' error (megatron_indexes). Plain code, no Dagster; the assets
-report it through fw_assets.contract_checks.ContractReport.
+"""The mixture contract, checked per recipe: the plan's token files, sample counts and epochs, and
+what a curriculum reads per source and stage (mixture_plan), and the built blends' error
+(megatron_indexes). Plain code, no Dagster; the assets report it through
+fw_assets.contract_checks.ContractReport, with the specs of `fw_assets.mixtures.checks`.
 """
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from fw_assets.contracts.findings import ContractCheck, Violation
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
 from fw_assets.layout import token_files, token_prefix
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader, optimal_token_dtype
-from fw_assets.mixtures.cache import stage_caches
-from fw_assets.mixtures.megatron_cache import SPLITS
+from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
+from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
-from fw_assets.mixtures.recipe import NULL_TOKENIZER_CLASS
+from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, NULL_TOKENIZER_CLASS, Phase
 
 BLEND_WINDOW = 10_000  # samples
 BLEND_WINDOW_TOLERANCE = 0.001  # of the window: 0.1 %
@@ -198,7 +201,7 @@ def blend_errors(stage: StagePlan, cache_dir: Path) -> list[BlendError]:
     errors = []
     for cache in stage_caches(stage):
         blend_file = f"{cache.blend_stem}-dataset_index.npy"
-        dataset_index = np.load(Path(cache_dir) / blend_file, mmap_mode="r")
+        dataset_index = CachedBlend(Path(cache_dir) / cache.blend_stem).dataset_index
         weights = np.asarray(cache.blend["weights"])
         counts = np.bincount(dataset_index, minlength=len(weights))
         windows = len(dataset_index) // BLEND_WINDOW
@@ -232,3 +235,122 @@ def check_blend_error(errors: Sequence[BlendError]):
         "full_windows": sum(e.windows for e in errors),
     }
     return BLEND_ERROR.outcome(violations, figures)
+
+
+# What a curriculum reads, per source and stage
+
+@dataclass(frozen=True)
+class SourceStage:
+    """One source in one stage."""
+
+    stage: str
+    phase: str
+    source: str
+    tokens_available: int  # the source's train tokens the stage may read (min_doc_tokens applied)
+    tokens_drawn: int  # train samples the blend draws from it × seq_length
+    epochs: float  # tokens drawn / tokens available
+    seen_share: float | None  # of the stage's train documents, the share earlier stages listed (fresh documents only)
+    repeats: bool  # the stage trains on documents already read (before, or twice in its view)
+    unseen_after: int | None  # the source's eligible train documents no stage has listed yet, after this one
+
+
+MAX_EPOCHS = ContractCheck(
+    "max_epochs",
+    "Per phase and source: tokens drawn in the phase / tokens available at most the phase's "
+    "`max_epochs`, when it sets one.",
+)
+PHASE_EPOCHS = ContractCheck(
+    "phase_epochs",
+    f"Per phase without `max_epochs` and source: at most {DEFAULT_EPOCH_WARNING:g} epochs.",
+    blocking=False,
+)
+REPEATS_WHILE_UNSEEN = ContractCheck(
+    "repeats_while_unseen",
+    "No stage reads documents again while another of its sources still has documents no stage read.",
+    blocking=False,
+)
+CURRICULUM_CHECKS = (MAX_EPOCHS, PHASE_EPOCHS, REPEATS_WHILE_UNSEEN)
+
+
+def source_stages(plan: MixturePlan) -> list[SourceStage]:
+    """Every (stage, source) of the plan, in training order."""
+    drawn = _tokens_drawn(plan)
+    rows = []
+    for stage in plan.stages:
+        selections = [s for s in plan.views if s.stage == stage.name]
+        for source in plan.recipe.sources:
+            mine = [s for s in selections if s.file.source == source.name]
+            members = [m for m in stage.members if m.file.source == source.name]
+            available = sum(s.eligible_tokens for s in mine) if mine else sum(m.file.tokens for m in members)
+            tokens = drawn[stage.name].get(source.name, 0)
+            if mine:
+                seen = sum(s.seen_before for s in mine) / max(1, sum(s.train_documents for s in mine))
+                repeats, unread = any(s.repeats for s in mine), sum(s.unread_after for s in mine)
+            else:  # whole files: every stage shuffles them all again
+                seen, repeats, unread = None, tokens > available, None
+            rows.append(SourceStage(stage.name, stage.phase, source.name, available, tokens,
+                                    tokens / available if available else 0.0, seen, repeats, unread))
+    return rows
+
+
+def _tokens_drawn(plan: MixturePlan) -> dict[str, dict[str, int]]:
+    drawn: dict[str, dict[str, int]] = {}
+    for stage in plan.stages:
+        train = next(c for c in stage_caches(stage) if c.split == "train")
+        per_source: dict[str, int] = defaultdict(int)
+        for member, samples in zip(stage.members, train.drawn):
+            per_source[member.file.source] += samples * stage.seq_length
+        drawn[stage.name] = dict(per_source)
+    return drawn
+
+
+def phase_epochs(plan: MixturePlan, rows: list[SourceStage]) -> list[tuple[Phase, str, float]]:
+    """(phase, source, tokens drawn in the phase / tokens available) for every phase and source."""
+    found = []
+    for phase in plan.recipe.phases:
+        for source in plan.recipe.sources:
+            mine = [r for r in rows if r.phase == phase.name and r.source == source.name]
+            available = max(r.tokens_available for r in mine)
+            found.append((phase, source.name, sum(r.tokens_drawn for r in mine) / available if available else 0.0))
+    return found
+
+
+def check_max_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:
+    """MAX_EPOCHS: a source read more than its phase's `max_epochs` fails."""
+    read = phase_epochs(plan, rows)
+    violations = [Violation("max_epochs", None, 1, f"{source} in {phase.name}: {epochs:.2f} epochs > "
+                            f"max_epochs {phase.max_epochs:g}: add data or lower its weight", PLAN_FILE)
+                  for phase, source, epochs in read if phase.max_epochs is not None and epochs > phase.max_epochs]
+    limited = [epochs for phase, _, epochs in read if phase.max_epochs is not None]
+    return MAX_EPOCHS.outcome(violations, {"most_epochs_in_a_limited_phase": round(max(limited, default=0.0), 4)})
+
+
+def check_phase_epochs(plan: MixturePlan, rows: list[SourceStage]) -> CheckOutcome:
+    """PHASE_EPOCHS: a warning above 4 epochs of a source in a phase that sets no limit."""
+    read = [(phase, source, epochs) for phase, source, epochs in phase_epochs(plan, rows) if phase.max_epochs is None]
+    violations = [Violation("phase_epochs", None, 1, f"{source} in {phase.name}: {epochs:.2f} epochs "
+                            f"(above {DEFAULT_EPOCH_WARNING:g}; set the phase's max_epochs to allow it)", PLAN_FILE)
+                  for phase, source, epochs in read if epochs > DEFAULT_EPOCH_WARNING]
+    return PHASE_EPOCHS.outcome(violations, {"most_epochs_in_an_unlimited_phase":
+                                             round(max((e for _, _, e in read), default=0.0), 4)})
+
+
+def check_repeats_while_unseen(rows: list[SourceStage]) -> CheckOutcome:
+    """REPEATS_WHILE_UNSEEN: a stage reads documents again while another source of it has
+    documents no stage read."""
+    violations = []
+    for stage in dict.fromkeys(r.stage for r in rows):
+        mine = [r for r in rows if r.stage == stage]
+        fresh_elsewhere = {r.source: r.unseen_after for r in mine if r.unseen_after}
+        for row in mine:
+            others = {s: n for s, n in fresh_elsewhere.items() if s != row.source}
+            if row.repeats and others:
+                unread = ", ".join(f"{s} has {n} unread" for s, n in others.items())
+                problem = f"{stage}: {row.source} repeats documents while {unread}"
+                violations.append(Violation("repeats_while_unseen", None, 1, problem, PLAN_FILE))
+    return REPEATS_WHILE_UNSEEN.outcome(violations, {"stages_repeating": len(violations)})
+
+
+def curriculum_outcomes(plan: MixturePlan, rows: list[SourceStage]) -> list[CheckOutcome]:
+    """The outcomes of CURRICULUM_CHECKS, in their order."""
+    return [check_max_epochs(plan, rows), check_phase_epochs(plan, rows), check_repeats_while_unseen(rows)]

@@ -1,35 +1,33 @@
 """`megatron_indexes`: every file Megatron-Core's dataset builder would write for a recipe's
 flags, under `mixtures/<recipe>/cache/` (`--data-cache-path`), one partition per recipe."""
 
-import json
 from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.contract_checks import ContractReport, Events, check_specs
-from fw_assets.layout import (
-    blend_report_path,
-    mixture_cache_dir,
-    plan_path,
-    publication_name,
-)
+from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.layout import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
-from fw_assets.mixtures.cache import stage_caches, write_stage_cache
-from fw_assets.mixtures.contract import INDEX_CHECKS, blend_errors, check_blend_error
-from fw_assets.mixtures.mixture_plan import ALL_DUMPS_TOKENIZED, mixture_plan, tokenized_generations
-from fw_assets.mixtures.partitions import PER_RECIPE, recipe_partitions
-from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
+from fw_assets.mixtures import megatron
+from fw_assets.mixtures.checks import MEGATRON_INDEXES_CHECK_SPECS
+from fw_assets.mixtures.contract import blend_errors, check_blend_error
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
+from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.mixtures.partitions import PER_RECIPE
+from fw_assets.mixtures.plan import StagePlan
+from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import blend_report, blend_table
+from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, refuse_a_stale_plan, tokenized_generations
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import MIXTURES_POOL, heavy_step
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("plan", "megatron_cache", "cache", "gpt_indexes", "blend",
-                                                 "contract", "report")),
+    *(f"fw_assets.mixtures.{name}" for name in ("plan", "published", "contract", "report")),
+    *megatron.MODULES,
     "fw_assets.lib.indexed_dataset",
 )
 
@@ -42,7 +40,7 @@ class MegatronIndexesConfig(dg.Config):
     **PER_RECIPE,
     deps=[mixture_plan, ALL_DUMPS_TOKENIZED],
     code_version=code_version(sql=SQL, modules=MODULES),
-    check_specs=check_specs("megatron_indexes", INDEX_CHECKS, recipe_partitions),
+    check_specs=MEGATRON_INDEXES_CHECK_SPECS,
     kinds={"numpy"},
     description="Megatron-Core's GPTDataset and BlendedDataset caches of every stage of the plan, "
     "byte for byte, in `mixtures/<recipe>/cache/`: pass `--data-cache-path` and rank 0 builds "
@@ -83,25 +81,8 @@ def _planned_stages(name: str, root: Path, plan_record: dict | None) -> tuple[li
     if plan_record is None:
         raise dg.Failure(f"Recipe {name}: no published plan; materialize `mixture_plan` first "
                          f"(--select 'mixture_plan*' --partition {name}). Nothing was published.")
-    plan = json.loads(plan_path(root, name).read_text())
-    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
-    return [stage_from_plan_json(plan, stage) for stage in names], plan["tokenizer"]
-
-
-def refuse_a_stale_plan(name: str, plan_record: dict, records: dict[str, dict]) -> None:
-    """The plan's weights and document counts come from the token files it read: refuse to build
-    over token files re-published since."""
-    planned = plan_record["contents"]["tokenized_generations"]
-    changed = [f"{dump} (planned from generation {generation}, now "
-               f"{records[dump]['generation'] if dump in records else 'none'})"
-               for dump, generation in planned.items()
-               if dump not in records or records[dump]["generation"] != generation]
-    if changed:
-        raise dg.Failure(
-            f"Recipe {name}: the plan is stale, these dumps were re-tokenized since it was made: "
-            f"{', '.join(changed[:5])}. Materialize the plan again (--select 'mixture_plan*' "
-            f"--partition {name}). Nothing was published."
-        )
+    plan = read_plan(root, name)
+    return planned_stages(plan), plan["tokenizer"]
 
 
 def _space_needed(stages: list[StagePlan]) -> SpaceNeed:

@@ -4,13 +4,11 @@ every stage's views under `mixtures/<recipe>/`, published together."""
 
 import base64
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.contract_checks import ContractReport, Events, check_specs
+from fw_assets.contract_checks import ContractReport, Events
 from fw_assets.layout import (
     data_args_path,
     generation_record_path,
@@ -21,44 +19,41 @@ from fw_assets.layout import (
     views_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.publish import Log, published_generation, staged_publication
+from fw_assets.lib.publish import Log, staged_publication
 from fw_assets.lib.versions import code_version
+from fw_assets.mixtures import megatron
+from fw_assets.mixtures.checks import MIXTURE_PLAN_CHECK_SPECS
 from fw_assets.mixtures.contract import (
-    PLAN_CHECKS,
     check_epochs,
     check_sample_counts,
     check_token_files,
-    member_figures,
-)
-from fw_assets.mixtures.curriculum_report import (
-    CURRICULUM_CHECKS,
     curriculum_outcomes,
-    freshness_markdown,
-    plot_shares,
+    member_figures,
     source_stages,
 )
-from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file, recipe_partitions
+from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, RecipeError, load_recipe
-from fw_assets.mixtures.report import megatron_args_block, plan_report, prefix_table, source_table, stage_table
+from fw_assets.mixtures.report import (
+    freshness_markdown,
+    megatron_args_block,
+    plan_report,
+    plot_shares,
+    prefix_table,
+    source_table,
+    stage_table,
+)
+from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, tokenized_generations
 from fw_assets.mixtures.views import view_lengths, write_views
-from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import writing_step
-from fw_assets.tokenizing.tokenized import tokenized
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "megatron_cache", "cache", "contract", "report",
-                                                 "views", "curriculum_report")),
+    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "contract", "report", "views")),
+    *megatron.MODULES,
     "fw_assets.lib.indexed_dataset",
 )
-
-# A recipe reads the token files of every dump its sources match: each recipe depends on `tokenized`
-# of all dumps. Dagster does not follow data versions across 100 or more upstream partitions, so
-# the UI does not mark a recipe stale when a dump is re-tokenized: megatron_indexes refuses a plan
-# made from token files that have been replaced since (see the README).
-ALL_DUMPS_TOKENIZED = dg.AssetDep(tokenized, partition_mapping=dg.AllPartitionMapping())
 
 
 PLAN_SPACE = SpaceNeed(2**20, "a few hundred kB of plan, data-args, report and picture; with fresh "
@@ -73,7 +68,7 @@ class MixturePlanConfig(dg.Config):
     **PER_RECIPE,
     deps=[ALL_DUMPS_TOKENIZED],
     code_version=code_version(sql=SQL, modules=MODULES),
-    check_specs=check_specs("mixture_plan", PLAN_CHECKS + CURRICULUM_CHECKS, recipe_partitions),
+    check_specs=MIXTURE_PLAN_CHECK_SPECS,
     kinds={"json", "yaml"},
     description="A mixture recipe (`fw_assets/mixtures/<recipe>.yaml` or `$FW_MIXTURES_DIR`) "
     "planned over the published token files: `mixtures/<recipe>/plan.json` (stages, weights, "
@@ -120,24 +115,6 @@ def _plan(name: str, root: Path, log: Log) -> tuple[MixturePlan, dict, dict]:
         raise dg.Failure(f"Recipe {name}: {error}. Nothing was published; the recipe's previous "
                          "plan and indexes are unchanged.") from error
     return plan, records, figures
-
-
-@contextmanager
-def tokenized_generations(
-    root: Path, tokenizer: str, log: Log, dumps: Sequence[str] | None = None
-) -> Iterator[dict[str, dict]]:
-    """The published `tokenized` generation record of each dump (of `dumps`, else of every dump
-    that has one), by dump, held still while the body reads: no re-tokenizing replaces them meanwhile."""
-    if dumps is None:
-        dumps = [dump for dump in dump_partitions.get_partition_keys()
-                 if generation_record_path(root, publication_name("tokenized", tokenizer, dump)).is_file()]
-    with ExitStack() as stack:
-        records = {}
-        for dump in dumps:
-            record = stack.enter_context(published_generation(root, publication_name("tokenized", tokenizer, dump), dump, log))
-            if record is not None:
-                records[dump] = record
-        yield records
 
 
 def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path) -> dict[Path, Path | None]:

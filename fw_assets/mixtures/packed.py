@@ -1,31 +1,31 @@
 """`packed`: every stage's training samples as parquet rows under `mixtures/<recipe>/packed/`, for
 trainers outside Megatron; only for recipes with `export: packed`, one partition per recipe."""
 
-import json
 from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.layout import (
-    mixture_cache_dir,
-    packed_root,
-    plan_path,
-    publication_name,
-)
+from fw_assets.layout import mixture_cache_dir, packed_root, publication_name
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
-from fw_assets.mixtures.megatron_indexes import megatron_indexes, refuse_a_stale_plan
-from fw_assets.mixtures.mixture_plan import ALL_DUMPS_TOKENIZED, tokenized_generations
+from fw_assets.mixtures import megatron
+from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.packing import write_packed
 from fw_assets.mixtures.partitions import PER_RECIPE
-from fw_assets.mixtures.plan import StagePlan, stage_from_plan_json
+from fw_assets.mixtures.plan import StagePlan
+from fw_assets.mixtures.published import planned_stages, read_plan
+from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, refuse_a_stale_plan, tokenized_generations
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import MIXTURES_POOL, heavy_step
 
 SQL = ()
-MODULES = (*(f"fw_assets.mixtures.{name}" for name in ("plan", "cache", "packing")), "fw_assets.lib.indexed_dataset")
+MODULES = (
+    *(f"fw_assets.mixtures.{name}" for name in ("plan", "published", "packing")),
+    *megatron.MODULES,
+    "fw_assets.lib.indexed_dataset",
+)
 
 
 @dg.asset(
@@ -82,9 +82,8 @@ def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record:
     if indexes_record["contents"]["plan_generation"] != plan_record["generation"]:
         raise dg.Failure(f"Recipe {name}: the indexes were built from an earlier plan; materialize "
                          f"`megatron_indexes` again (--partition {name}). Nothing was published.")
-    plan = json.loads(plan_path(root, name).read_text())
-    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
-    return plan, [stage_from_plan_json(plan, stage) for stage in names]
+    plan = read_plan(root, name)
+    return plan, planned_stages(plan)
 
 
 def _remove_an_earlier_export(name: str, root: Path, log: Log) -> None:

@@ -14,61 +14,45 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-from fw_assets.mixtures.cache import stage_caches
-from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
 from fw_assets.mixtures.plan import StagePlan
+from fw_assets.mixtures.published import BlendSamples
 
 SCHEMA = pa.schema([
     ("input_ids", pa.list_(pa.int32())),
     ("labels", pa.list_(pa.int32())),
     ("documents", pa.list_(pa.int32())),
 ])
+# A fixed number of rows per file, not a size in bytes: file k then holds samples k·N … (k+1)·N − 1
+# whatever the tokens compress to, so a reader finds sample i by arithmetic, and the same plan
+# writes the same files on every machine.
 ROWS_PER_FILE = 1 << 15
-
-
-class _Member:
-    """One GPTDataset of the blend: its cache arrays (memory-mapped) and its tokens."""
-
-    def __init__(self, stem: Path, token_path: str) -> None:
-        self.shuffle_index, self.sample_index, self.document_index = (
-            np.load(f"{stem}-{kind}.npy", mmap_mode="r") for kind in ("shuffle_index", "sample_index", "document_index"))
-        self.reader = IndexedDatasetReader(Path(token_path))
-
-    def sample(self, j: int) -> tuple[np.ndarray, list[int]]:
-        """GPTDataset sample j: its seq_length + 1 tokens and where each document piece starts."""
-        index = int(self.shuffle_index[j])
-        (first, first_offset), (last, last_offset) = self.sample_index[index], self.sample_index[index + 1]
-        pieces = []
-        for position in range(int(first), int(last) + 1):
-            tokens = self.reader[int(self.document_index[position])]
-            end = int(last_offset) + EXTRA_TOKEN if position == last else len(tokens)
-            pieces.append(tokens[int(first_offset) if position == first else 0:end])
-        starts = np.cumsum([0] + [len(p) for p in pieces[:-1]]).tolist()
-        return np.concatenate(pieces), starts
 
 
 def write_packed(stage: StagePlan, cache_dir: Path, out_dir: Path, rows_per_file: int = ROWS_PER_FILE) -> list[Path]:
     """Write the train samples training takes from `stage` (the first `--train-samples` of its
     blend, which Megatron builds a little longer) into `out_dir/part-NNNNNN.parquet`, from its
     cache files in `cache_dir`; returns the files in sample order."""
-    cache = next(c for c in stage_caches(stage) if c.split == "train")
-    blend = Path(cache_dir) / cache.blend_stem
-    dataset_index = np.load(f"{blend}-dataset_index.npy", mmap_mode="r")
-    dataset_sample_index = np.load(f"{blend}-dataset_sample_index.npy", mmap_mode="r")
-    members = [_Member(Path(cache_dir) / cache.member_stem(i), m.file.path) for i, m in enumerate(stage.members)]
+    samples = BlendSamples(stage, cache_dir, "train")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     rows = stage.num_samples[0]
     for part, start in enumerate(range(0, rows, rows_per_file)):
         stop = min(start + rows_per_file, rows)
-        samples, starts = zip(*(members[int(dataset_index[i])].sample(int(dataset_sample_index[i]))
-                                for i in range(start, stop)))
+        tokens, starts = zip(*(_sample_tokens(samples, i) for i in range(start, stop)))
         path = out_dir / f"part-{part:06d}.parquet"
-        pq.write_table(_rows(np.stack(samples).astype(np.int32), starts, stage.seq_length), path, compression="zstd")
+        pq.write_table(_rows(np.stack(tokens).astype(np.int32), starts, stage.seq_length), path, compression="zstd")
         written.append(path)
     return written
+
+
+def _sample_tokens(samples: BlendSamples, sample: int) -> tuple[np.ndarray, list[int]]:
+    """Blend sample `sample`'s seq_length + 1 tokens and where each document piece starts."""
+    member, _, parts = samples.pieces(sample)
+    reader = samples.token_reader(member)
+    pieces = [reader[document][offset:offset + length] for document, offset, length in parts]
+    starts = np.cumsum([0] + [len(p) for p in pieces[:-1]]).tolist()
+    return np.concatenate(pieces), starts
 
 
 def _rows(samples: np.ndarray, starts: tuple[list[int], ...], seq_length: int) -> pa.Table:

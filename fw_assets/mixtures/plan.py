@@ -17,16 +17,14 @@ from pathlib import Path
 
 from fw_assets import layout
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-from fw_assets.mixtures.blend import MAX_DATASETS
-from fw_assets.mixtures.megatron_cache import (
+from fw_assets.mixtures.megatron.blended_dataset import MAX_DATASETS
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import (
     DATASET_SURPLUS,
-    SPLITS,
-    CacheSettings,
-    normalize,
     samples_per_dataset,
     split_documents,
-    split_matrix,
 )
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings, split_matrix
+from fw_assets.mixtures.megatron.utils import SPLITS, normalize
 from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source, Stage
 from fw_assets.mixtures.views import DocumentPools, ViewSelection
 
@@ -105,24 +103,6 @@ class MixturePlan:
             "export": list(self.recipe.export),
             "phases": phases,
         }
-
-
-def stage_from_plan_json(plan: dict, name: str) -> StagePlan:
-    """Stage `name` of a written plan.json, for what runs after the plan (explain, checks)."""
-    for phase in plan["phases"]:
-        for stage in phase["stages"]:
-            if stage["name"] != name:
-                continue
-            members = tuple(
-                Member(TokenFile(**{k: v for k, v in m.items() if k != "weight"}), m["weight"])
-                for m in stage["members"]
-            )
-            cache = CacheSettings(plan["seed"], phase["seq_length"], plan["split"], plan["training_tokenizer"])
-            return StagePlan(phase["name"], name, stage["tokens"], phase["seq_length"], stage["temperature"],
-                             stage["weights"], members, tuple(stage["num_samples"]), cache,
-                             stage["data_args"], tuple(stage["megatron_args"]))
-    names = [stage["name"] for phase in plan["phases"] for stage in phase["stages"]]
-    raise KeyError(f"plan of recipe {plan['recipe']} has no stage {name!r} (stages: {names})")
 
 
 def _stage_json(stage: StagePlan) -> dict:

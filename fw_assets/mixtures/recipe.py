@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from fw_assets.mixtures.megatron_cache import parse_split
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import parse_split
 from fw_assets.policy import SEED_POLICY
 
 # Megatron-Core 0.16's `unique_identifiers` of `--tokenizer-type NullTokenizer --vocab-size N`
@@ -45,24 +45,35 @@ class Stage:
     temperature: float
 
 
+def cosine(start: float, end: float, progress: float) -> float:
+    """Slow at both ends, fastest in the middle (half a cosine period)."""
+    return end + (start - end) * (1 + math.cos(math.pi * progress)) / 2
+
+
+def linear(start: float, end: float, progress: float) -> float:
+    """Evenly from start to end."""
+    return start + (end - start) * progress
+
+
+# Every schedule shape a recipe may name: the temperature at `progress` (0 to 1) through a phase.
+# A new shape is one function and one entry here; a recipe naming another shape is refused.
+SCHEDULE_SHAPES = {"cosine": cosine, "linear": linear}
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A temperature moving from `start` to `end` over `stages` equal shares of a phase."""
 
     start: float
     end: float
-    shape: str  # "cosine" or "linear"
+    shape: str  # a key of SCHEDULE_SHAPES
     stages: int
 
     def at(self, stage: int) -> float:
         """T at the middle of stage `stage`'s share (0-based)."""
-        progress = (stage + 0.5) / self.stages
-        if self.shape == "cosine":
-            return self.end + (self.start - self.end) * (1 + math.cos(math.pi * progress)) / 2
-        return self.start + (self.end - self.start) * progress
+        return SCHEDULE_SHAPES[self.shape](self.start, self.end, (stage + 0.5) / self.stages)
 
 
-SCHEDULE_SHAPES = ("cosine", "linear")
 # above this many epochs of a source the plan warns: per phase (unless the phase sets max_epochs)
 # and over the whole stage (the `epochs` check's default)
 DEFAULT_EPOCH_WARNING = 4.0
@@ -213,7 +224,7 @@ def _phases(path: Path, phases: list) -> tuple[Phase, ...]:
 
 
 def _temperature(fields: "_Fields") -> float | Schedule:
-    """A positive number, or `{from, to, shape: cosine|linear, stages}`."""
+    """A positive number, or `{from, to, shape, stages}` (shape: a key of SCHEDULE_SHAPES)."""
     key = fields._name("temperature")
     if not isinstance(fields.values.get("temperature"), dict):
         value = fields.number("temperature", required=False, default=1.0)

@@ -1,11 +1,16 @@
-"""What a planned and built mixture looks like to a person: `report.md`, `blend.md` and the
-markdown tables of the assets' metadata. Plain code, no Dagster."""
+"""What a planned and built mixture looks like to a person: `report.md` (with a curriculum's
+sources over training), `shares.png`, `blend.md` and the markdown tables of the assets' metadata.
+Plain code, no Dagster."""
 
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+import numpy as np
+
+from fw_assets.contracts.findings import CheckOutcome
 from fw_assets.lib.markdown import table
-from fw_assets.mixtures.contract import BlendError, MemberFigures, source_epochs
+from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
 
 
@@ -86,3 +91,47 @@ def blend_report(recipe: str, stages: Sequence[StagePlan], errors: Mapping[str, 
                          "full windows"], summary), "",
                   blend_table(stage, errors[stage.name]), ""]
     return "\n".join(lines)
+
+
+def freshness_markdown(rows: list[SourceStage], outcomes: list[CheckOutcome]) -> str:
+    """The report's per-source section and the checks' outcomes."""
+    lines = ["| stage | source | tokens available | tokens drawn | epochs | seen before | unread after |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        seen = "n/a" if r.seen_share is None else f"{r.seen_share:.1%}"
+        unseen = "n/a" if r.unseen_after is None else f"{r.unseen_after:,}"
+        lines.append(f"| {r.stage} | {r.source} | {r.tokens_available:,} | {r.tokens_drawn:,} | "
+                     f"{r.epochs:.3f} | {seen} | {unseen} |")
+    lines.append("")
+    for o in outcomes:
+        verdict = "passed" if o.passed else "FAILED" if o.check.blocking else "WARNING"
+        lines.append(f"- {o.check.name}: {verdict}" + "".join(f"\n  - {v.problem}" for v in o.violations))
+    return "\n".join(lines) + "\n"
+
+
+def plot_shares(plan: MixturePlan, path: Path) -> Path:
+    """PNG: each source's share of the samples over training tokens (stacked, one step per
+    stage), phase boundaries and each phase's context length."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    sources = [s.name for s in plan.recipe.sources]
+    bounds = np.cumsum([0] + [stage.tokens for stage in plan.stages])
+    shares = np.array([[stage.shares[s] for stage in plan.stages] for s in sources])
+    figure, axes = pyplot.subplots(figsize=(9, 4.5))
+    axes.stackplot(bounds, np.concatenate([shares, shares[:, -1:]], axis=1), labels=sources, step="post")
+    start = 0
+    for phase in plan.recipe.phases:
+        end = start + phase.tokens
+        axes.axvline(end, color="black", linewidth=1)
+        axes.text((start + end) / 2, 1.02, f"{phase.name}\nseq {phase.seq_length}", ha="center", va="bottom", fontsize=8)
+        start = end
+    axes.set(xlim=(0, bounds[-1]), ylim=(0, 1), xlabel="training tokens", ylabel="share of samples")
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+    return Path(path)

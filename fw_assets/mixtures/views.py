@@ -26,8 +26,9 @@ import pyarrow as pa
 from fw_assets import layout
 from fw_assets.lib.doc_index import DocumentIndexWriter, read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_view_index
-from fw_assets.mixtures.gpt_indexes import EXTRA_TOKEN
-from fw_assets.mixtures.megatron_cache import SPLITS, split_documents
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.gpt_dataset import EXTRA_TOKEN
+from fw_assets.mixtures.megatron.utils import SPLITS
 
 # TokenFile and MixturePlan below are fw_assets.mixtures.plan's, which imports this module (not
 # the other way round: the import graph has no cycles); annotations are not evaluated.

@@ -1,4 +1,8 @@
-"""A GPTDataset's three indexes, as Megatron-Core 0.16 builds them, in numpy.
+"""One GPTDataset, as Megatron-Core 0.16's `gpt_dataset.py` makes and reads it: its description
+(`unique_identifiers`), its three indexes (`_build_document_sample_shuffle_indices`, with
+`_get_num_epochs`, `_build_document_index`, `_build_shuffle_index` and the C++
+`helpers.build_sample_idx`) and the pieces of documents one sample covers
+(`_query_document_sample_shuffle_indices`).
 
 For one dataset split (documents [begin, end) of a prefix) and a number of samples of
 `seq_length + 1` tokens:
@@ -11,17 +15,35 @@ For one dataset split (documents [begin, end) of a prefix) and a number of sampl
 - shuffle_index: the samples in random order (uint32, int64 from 2^32 − 2), the separate last
   epoch again shuffled on its own.
 Both shuffles draw from one `numpy.random.RandomState(seed)`, document_index first.
+
+Ours differs in form only: the sample index is found by one binary search instead of the C++ walk
+(`build_sample_index`), and the reader gives (document, offset, length) pieces rather than tokens.
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings
 
 # Megatron builds samples of seq_length + 1 tokens (inputs and labels shifted by one)
 EXTRA_TOKEN = 1
 # the last epoch is shuffled separately when it supplies fewer samples than this share of one
 SEPARATE_FINAL_EPOCH_BELOW = 0.80
 INT32_MAX = np.iinfo(np.int32).max
+GPT_FILES = ("description.txt", "document_index.npy", "sample_index.npy", "shuffle_index.npy")
+
+
+def gpt_description(prefix: str, num_samples: int, split: str, settings: CacheSettings) -> dict:
+    """The GPTDataset's `unique_identifiers`, in Megatron's key order."""
+    return {
+        "class": "GPTDataset",
+        "dataset_path": prefix,
+        "num_samples": num_samples,
+        "index_split": split,
+        **settings.identifiers(),
+    }
 
 
 @dataclass(frozen=True)
@@ -83,6 +105,8 @@ def build_sample_index(
     starts = np.arange(num_samples + 1, dtype=np.int64) * seq_length
     positions = np.searchsorted(ends, starts, side="right")
     offsets = starts - (ends[positions] - lengths[positions])
+    # the dtype is part of the file's bytes: Megatron picks the int32 C++ template unless a
+    # position or an offset could exceed it
     widest = max(len(document_index), int(sequence_lengths.max()))
     dtype = np.int32 if widest <= INT32_MAX else np.int64
     sample_index = np.empty((num_samples + 1, 2), dtype=dtype)
@@ -96,6 +120,7 @@ def build_shuffle_index(
     num_samples: int, epochs: EpochPlan, random_state: np.random.RandomState
 ) -> np.ndarray:
     """0 … num_samples − 1 shuffled; with a separate final epoch, its samples shuffled apart."""
+    # Megatron's threshold, kept to the unit (uint32 below 2^32 − 2): the dtype is in the file's bytes
     dtype = np.uint32 if num_samples < np.iinfo(np.uint32).max - 1 else np.int64
     first_part = epochs.samples_before_final_epoch if epochs.separate_final_epoch else num_samples
     first = np.arange(first_part, dtype=dtype)
@@ -125,11 +150,34 @@ def build_gpt_indexes(
     """The indexes of one dataset split: documents [begin, end) of a prefix whose `.idx` has
     `sequence_lengths`, drawing `num_samples` samples of `seq_length` (+1) tokens."""
     begin, end = documents
-    split_documents = np.arange(begin, end, dtype=np.int32)
+    documents_of_split = np.arange(begin, end, dtype=np.int32)
     tokens = int(sequence_lengths[begin:end].sum(dtype=np.int64))
     epochs = plan_epochs(tokens, num_samples, seq_length)
     random_state = np.random.RandomState(seed)
-    document_index = build_document_index(split_documents, epochs, random_state)
+    document_index = build_document_index(documents_of_split, epochs, random_state)
     sample_index = build_sample_index(sequence_lengths, document_index, seq_length, epochs)
     shuffle_index = build_shuffle_index(len(sample_index) - 1, epochs, random_state)
     return GPTIndexes(document_index, sample_index, shuffle_index, epochs)
+
+
+class CachedGPTDataset:
+    """A built GPTDataset's three indexes, memory-mapped from `<stem>-*.npy`, and its documents'
+    lengths (from the prefix's `.idx`)."""
+
+    def __init__(self, stem: Path, sequence_lengths: np.ndarray) -> None:
+        self.shuffle_index, self.sample_index, self.document_index = (
+            np.load(f"{stem}-{kind}.npy", mmap_mode="r", allow_pickle=False)
+            for kind in ("shuffle_index", "sample_index", "document_index"))
+        self.sequence_lengths = sequence_lengths
+
+    def pieces(self, sample: int) -> list[tuple[int, int, int]]:
+        """(document, offset, length) of each piece of sample `sample`: seq_length + 1 tokens in all."""
+        index = int(self.shuffle_index[sample])
+        (first, first_offset), (last, last_offset) = self.sample_index[index], self.sample_index[index + 1]
+        parts = []
+        for position in range(int(first), int(last) + 1):
+            document = int(self.document_index[position])
+            offset = int(first_offset) if position == first else 0
+            end = int(last_offset) + EXTRA_TOKEN if position == last else int(self.sequence_lengths[document])
+            parts.append((document, offset, end - offset))
+        return parts

@@ -1,11 +1,20 @@
-"""A stage's Megatron cache: the files `BlendedMegatronDatasetBuilder` (Megatron-Core 0.16) writes
-for the stage's flags, with the same names and bytes, so `--data-cache-path` finds them all and
-training builds nothing.
+"""A stage's Megatron cache: the files Megatron-Core 0.16's `BlendedMegatronDatasetBuilder`
+(`blended_megatron_dataset_builder.py`) writes for the stage's flags, with the same names and bytes,
+so `--data-cache-path` finds them all and training builds nothing.
 
 Per split (train, valid, test; an empty split has none): one GPTDataset per member prefix, built
-with the blend's 0.5 % surplus of samples, and the BlendedDataset over them.
+with the blend's 0.5 % surplus of samples (`_build_blended_dataset_splits`,
+`_get_size_per_split_per_dataset`), each over its split's documents (`_build_megatron_dataset_splits`),
+and the BlendedDataset over them.
+
+Ours differs in form only: it takes a planned stage instead of a config and a blend, computes every
+description before building anything (`stage_caches`, for the plan's checks and reports), and builds
+the members in processes while one thread draws the blends (Megatron builds them on rank 0 in turn).
 """
 
+from __future__ import annotations
+
+import math
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,23 +23,31 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-from fw_assets.mixtures.blend import build_blend_indexes
-from fw_assets.mixtures.gpt_indexes import build_gpt_indexes
-from fw_assets.mixtures.megatron_cache import (
-    BLEND_FILES,
-    DATASET_SURPLUS,
-    GPT_FILES,
-    SPLITS,
-    blend_description,
-    cache_file_stem,
-    description_text,
-    gpt_description,
-    normalize,
-    samples_per_dataset,
-    split_documents,
-    split_matrix,
-)
-from fw_assets.mixtures.plan import StagePlan
+from fw_assets.mixtures.megatron.blended_dataset import BLEND_FILES, blend_description, build_blend_indexes
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
+from fw_assets.mixtures.megatron.gpt_dataset import GPT_FILES, build_gpt_indexes, gpt_description
+from fw_assets.mixtures.megatron.megatron_dataset import cache_file_stem, description_text
+from fw_assets.mixtures.megatron.utils import SPLITS, normalize
+
+# StagePlan below is fw_assets.mixtures.plan's, which imports this module (not the other way round:
+# the import graph has no cycles); annotations are not evaluated.
+
+# `mid_level_dataset_surplus`: each member dataset is built this much larger than the blend needs
+DATASET_SURPLUS = 0.005
+
+
+def split_documents(bounds: tuple[float, float], document_count: int) -> tuple[int, int]:
+    """The [begin, end) sequence numbers of one split of a dataset of `document_count` sequences.
+
+    Python's round (half to even) of float products, as `_build_megatron_dataset_splits` does."""
+    lo, hi = bounds
+    return int(round(lo * float(document_count))), int(round(hi * float(document_count)))
+
+
+def samples_per_dataset(weights: list[float], split_size: int, surplus: float = 0.0) -> list[int]:
+    """Samples each dataset contributes to (surplus 0) or builds for (the surplus) a blend split,
+    as `_get_size_per_split_per_dataset`: two ceilings of Python floats, in this order."""
+    return [int(math.ceil(math.ceil(split_size * w) * (1 + surplus))) for w in weights]
 
 
 @dataclass(frozen=True)

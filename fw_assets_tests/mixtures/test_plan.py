@@ -1,57 +1,20 @@
-"""Recipes and plans: what training will be told (weights, sample counts, flags), and every bad
-recipe refused with its file and key named."""
+"""plan.py: a recipe resolved against the token files present: members and weights, temperature,
+sample counts and flags, phases and stages, and the recipes it refuses, naming file and key."""
 
 import copy
-import filecmp
-import json
-import os
 import math
-from pathlib import Path
+import os
 
 import numpy as np
 import pytest
-import yaml
 
-from fw_assets.layout import shipped_recipes_dir
-from fw_assets.mixtures.cache import write_stage_cache
-from fw_assets.mixtures.megatron_cache import normalize
-from fw_assets.mixtures.plan import plan_mixture, stage_from_plan_json
-from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.layout import docs_path
+from fw_assets.mixtures.megatron.utils import normalize
+from fw_assets.mixtures.recipe import RecipeError
+from fw_assets_tests.mixtures.curriculum import CURRICULUM, WEIGHTS
+from fw_assets_tests.mixtures.curriculum import plan as plan_curriculum
+from fw_assets_tests.mixtures.one_phase import DUMPS, RECIPE, mutate, plan
 from fw_assets_tests.token_trees import document_lengths, write_token_file
-
-DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10"]
-RECIPE = {
-    "tokenizer": "synthetic",
-    "sources": {
-        "top": {"buckets": ["4.0"], "weight": 0.6},
-        "mid": {"buckets": ["3.0", "3.5"], "dumps": ["CC-MAIN-2013-*"], "weight": 0.4},
-    },
-    "phases": [{"name": "main", "tokens": 1_000_000, "seq_length": 100, "temperature": 1.0}],
-    "megatron": {"seed": 5, "split": "99,1,0", "global_batch_size": 16, "eval_interval": 40,
-                 "eval_iters": 3, "data_root": "/mnt/train",
-                 "tokenizer": {"type": "NullTokenizer", "vocab_size": 50000}},
-}
-
-
-@pytest.fixture(scope="module")
-def output_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("out")
-    rng = np.random.default_rng(3)
-    for bucket in ["3.0", "3.5", "4.0"]:
-        for dump in DUMPS:
-            write_token_file(root, "synthetic", bucket, dump, document_lengths(rng, 200, 50), 50_000, rng)
-    return root
-
-
-def write_recipe(tmp_path: Path, recipe: dict, name: str = "mix") -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
-    return path
-
-
-def plan(tmp_path, output_root, recipe=RECIPE, dumps=DUMPS):
-    return plan_mixture(load_recipe(write_recipe(tmp_path, recipe)), output_root, dumps)
 
 
 def test_weights_follow_sources_then_tokens(tmp_path, output_root):
@@ -101,14 +64,6 @@ def test_sample_counts_and_flags_are_what_training_asks(tmp_path, output_root):
     assert plan_json["cache_dir"] == "/mnt/train/mixtures/mix/cache"
 
 
-def test_plan_json_gives_back_each_stage(tmp_path, output_root):
-    mixture = plan(tmp_path, output_root)
-    written = json.loads(json.dumps(mixture.to_json()))
-    assert stage_from_plan_json(written, "main") == mixture.stages[0]
-    with pytest.raises(KeyError, match="no stage 'nope'"):
-        stage_from_plan_json(written, "nope")
-
-
 def test_phases_switch_at_whole_iterations(tmp_path, output_root):
     recipe = copy.deepcopy(RECIPE)
     recipe["phases"] = [{"name": "short", "tokens": 16 * 64 * 50, "seq_length": 64},
@@ -124,15 +79,6 @@ def test_phases_switch_at_whole_iterations(tmp_path, output_root):
     recipe["phases"][0]["tokens"] += 64
     with pytest.raises(RecipeError, match=r"phases\[0\]\.tokens.*multiple of global_batch_size"):
         plan(tmp_path, output_root, recipe)
-
-
-def mutate(path: list, value):
-    recipe = copy.deepcopy(RECIPE)
-    target = recipe
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return recipe
 
 
 @pytest.mark.parametrize("recipe, key, problem", [
@@ -189,21 +135,56 @@ def test_more_prefixes_than_a_blend_takes(tmp_path):
         plan(tmp_path, root, recipe, dumps)
 
 
-def test_shipped_recipes_load():
-    recipes = sorted(shipped_recipes_dir().glob("*.yaml"))
-    assert {p.stem for p in recipes} >= {"demo", "fineweb_edu_1t"}
-    for path in recipes:
-        recipe = load_recipe(path)
-        assert recipe.name == path.stem and recipe.stages()
+def cosine(start, end, s, k):
+    return end + (start - end) * (1 + math.cos(math.pi * (s + 0.5) / k)) / 2
 
 
-def test_parallel_build_writes_the_same_files(tmp_path, output_root):
-    """Members built in worker processes while a thread draws the blends: the same bytes."""
-    stage = plan(tmp_path, output_root).stages[0]
-    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
-    written = write_stage_cache(stage, serial)
-    assert sorted(p.name for p in write_stage_cache(stage, parallel, workers=2)) == sorted(p.name for p in written)
-    names = sorted(os.listdir(serial))
-    assert names == sorted(os.listdir(parallel)) and len(names) == len(written)
-    _, mismatch, errors = filecmp.cmpfiles(serial, parallel, names, shallow=False)
-    assert mismatch == [] and errors == []
+def test_stages_follow_the_schedule(tmp_path, plenty):
+    mixture = plan_curriculum(tmp_path, plenty)
+    names = [s.name for s in mixture.stages]
+    assert names == ["explore-1", "explore-2", "explore-3", "refine-1", "refine-2", "long"]
+    expected_t = [cosine(2.0, 1.0, s, 3) for s in range(3)] + [1.0 - 0.3 * (s + 0.5) / 2 for s in range(2)] + [0.7]
+    assert [s.temperature for s in mixture.stages] == pytest.approx(expected_t, abs=1e-12)
+    assert mixture.stages[0].temperature > 1.9 and mixture.stages[2].temperature < 1.1
+    for stage in mixture.stages:
+        scaled = {name: w ** (1 / stage.temperature) for name, w in WEIGHTS.items()}
+        for name, value in scaled.items():
+            assert abs(stage.shares[name] - value / sum(scaled.values())) < 1e-9
+            members = [m for m in stage.members if m.file.source == name]
+            assert abs(sum(float(m.weight) for m in members) - stage.shares[name]) < 1e-9
+
+
+def test_stage_tokens_add_up_and_samples_are_whole(tmp_path, plenty):
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["phases"][0]["tokens"] += 8 * 64 + 5  # not a whole number of batches per stage
+    mixture = plan_curriculum(tmp_path, plenty, recipe)
+    for phase in recipe["phases"]:
+        stages = [s for s in mixture.stages if s.phase == phase["name"]]
+        assert sum(s.tokens for s in stages) == phase["tokens"]
+        for stage in stages:
+            assert stage.num_samples[0] == stage.tokens // phase["seq_length"]
+        # every stage but the phase's last switches at a whole global batch
+        assert all(s.num_samples[0] % 8 == 0 for s in stages[:-1])
+    assert mixture.to_json()["phases"][0]["stages"][1]["name"] == "explore-2"
+
+
+def test_curriculum_recipe_errors(tmp_path, plenty, scarce):
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["phases"][0]["temperature"]["shape"] = "step"
+    with pytest.raises(RecipeError, match=r"phases\[0\]\.temperature\.shape: 'step'"):
+        plan_curriculum(tmp_path, plenty, recipe)
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["fresh_documents"] = False
+    with pytest.raises(RecipeError, match=r"phases\[2\]\.min_doc_tokens.*fresh_documents"):
+        plan_curriculum(tmp_path, plenty, recipe)
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["phases"][1]["temperature"]["stages"] = 11  # 10 global batches for 11 stages
+    with pytest.raises(RecipeError, match=r"phases\[1\]\.temperature\.stages: 11 stages of at least one global batch"):
+        plan_curriculum(tmp_path, plenty, recipe)
+    with pytest.raises(RecipeError, match=r"phases\[2\]\.min_doc_tokens: .*4\.0/CC-MAIN-2013-20: no document of at "
+                                          r"least 80 tokens held out for the valid split of stage long"):
+        plan_curriculum(tmp_path, scarce)
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["export"] = "zip"
+    with pytest.raises(RecipeError, match="export: 'zip'"):
+        plan_curriculum(tmp_path, plenty, recipe)

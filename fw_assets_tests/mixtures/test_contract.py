@@ -1,22 +1,28 @@
-"""The curriculum's report: per source and stage what is available, drawn and read again; checks
-that fail on too many epochs and warn on needless repeats; the plan's table and picture."""
+"""contract.py: what a curriculum reads per source and stage, the checks that fail on too many
+epochs and warn on needless repeats, and the blend error check on a blend that drifts."""
 
 import copy
 
 import numpy as np
 import pytest
 
-from fw_assets.layout import shares_picture_path
-from fw_assets.mixtures.curriculum_report import (
+from fw_assets.mixtures.contract import (
+    blend_errors,
+    check_blend_error,
     check_max_epochs,
     check_phase_epochs,
     check_repeats_while_unseen,
     curriculum_outcomes,
-    freshness_markdown,
-    plot_shares,
     source_stages,
 )
-from fw_assets_tests.test_curricula_plan import CURRICULUM, plan, plenty, scarce  # noqa: F401
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_stage_cache
+from fw_assets.mixtures.plan import plan_mixture
+from fw_assets.mixtures.recipe import load_recipe
+from fw_assets.mixtures.report import freshness_markdown
+from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets_tests.mixtures.curriculum import CURRICULUM, plan
+from fw_assets_tests.mixtures.materialized import RECIPE, write_recipe
+from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 
 def test_plenty_reads_every_document_once(tmp_path, plenty):
@@ -62,11 +68,25 @@ def test_scarce_source_fails_max_epochs_and_warns_on_repeats(tmp_path, scarce):
     assert not outcome.passed and not outcome.blocks and outcome.violations[0].problem.startswith("top in long")
 
 
-def test_picture(tmp_path, plenty):
-    mixture = plan(tmp_path, plenty)
-    png = plot_shares(mixture, shares_picture_path(tmp_path, "curriculum"))
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    from matplotlib import image
-
-    pixels = image.imread(png)
-    assert pixels.shape[1] == 900 and len(np.unique(pixels.reshape(-1, pixels.shape[-1]), axis=0)) > 5
+def test_the_blend_error_check_sees_a_blend_that_drifts_in_a_window(tmp_path):
+    """Megatron's greedy blend passes; the same draws sorted by prefix (right counts at the end,
+    each window one prefix only) fail the window rule, naming the blend's file."""
+    rng = np.random.default_rng(1)
+    for bucket in ["3.5", "4.0"]:
+        write_token_file(tmp_path, "synthetic", bucket, SAMPLE_DUMPS[0], document_lengths(rng, 400, 60), 50_000, rng)
+    recipe = {"tokenizer": "synthetic", "sources": {"a": {"buckets": ["4.0"]}, "b": {"buckets": ["3.5"]}},
+              "phases": [{"name": "main", "tokens": 30_000 * 32, "seq_length": 32}],
+              "megatron": {**RECIPE["megatron"], "split": "100,0,0",
+                           "tokenizer": {"type": "NullTokenizer", "vocab_size": 50_000}}}
+    stage = plan_mixture(load_recipe(write_recipe(tmp_path, recipe)), tmp_path, SAMPLE_DUMPS[:1]).stages[0]
+    cache = tmp_path / "cache"
+    write_stage_cache(stage, cache)
+    (errors,) = blend_errors(stage, cache)
+    assert errors.windows == 3 and check_blend_error([errors]).passed
+    dataset_index = np.load(cache / errors.blend_file.removeprefix("cache/"), mmap_mode="r+")
+    dataset_index[:] = np.sort(dataset_index)
+    dataset_index.flush()
+    (drifting,) = blend_errors(stage, cache)
+    assert drifting.end_error == errors.end_error and drifting.window_error > 0.5
+    outcome = check_blend_error([drifting])
+    assert not outcome.passed and outcome.violations[0].file == errors.blend_file

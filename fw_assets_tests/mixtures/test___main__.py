@@ -1,0 +1,52 @@
+"""`python -m fw_assets.mixtures explain` (__main__.py): on the published plan and cache, it prints
+the documents of Megatron-Core's own sample, in process and through the CLI after `dagster asset
+materialize`."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from fw_assets.layout import mixture_cache_dir
+from fw_assets.mixtures.__main__ import main as mixtures_main
+from fw_assets.mixtures.published import read_plan, stage_from_plan_json
+from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
+from fw_assets_tests.conftest import subprocess_env
+from fw_assets_tests.mixtures.materialized import RECIPE_NAME, built_recipe_dir
+from fw_assets_tests.mixtures.megatron_oracle import assert_explains, megatron_build, megatron_process_group
+
+
+def test_explain_prints_the_documents_of_megatrons_sample(demo_built, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+
+    output, _, stage = demo_built
+    monkeypatch.setenv(OUTPUT_DIR_ENV, str(output))
+    with megatron_process_group(tmp_path):
+        (train, *_) = [d for d in megatron_build(stage, mixture_cache_dir(output, RECIPE_NAME)) if d is not None]
+        for n in [0, 1234, len(train) - 1]:
+            assert mixtures_main(["explain", RECIPE_NAME, "--stage", "main", "--split", "train",
+                                  "--sample", str(n)]) == 0
+            explained = json.loads(capsys.readouterr().out)
+            assert_explains(explained, stage, train[n])
+
+
+@pytest.mark.e2e
+def test_the_cli_builds_a_recipe_and_explain_names_megatrons_sample(demo_built, sample_source, tmp_path, dagster_home):
+    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+
+    output = tmp_path / "copy"
+    shutil.copytree(demo_built[0], output, ignore=shutil.ignore_patterns("mixtures", "mixture*", "megatron*"))
+    env = {**subprocess_env(sample_source, output, dagster_home), MIXTURES_DIR_ENV: str(built_recipe_dir(tmp_path))}
+    materialize = [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+                   "--select", "mixture_plan*", "--partition", RECIPE_NAME]
+    finished = subprocess.run(materialize, env=env, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    explain = [sys.executable, "-m", "fw_assets.mixtures", "explain", RECIPE_NAME, "--stage", "main",
+               "--split", "valid", "--sample", "7"]
+    printed = subprocess.run(explain, env=env, capture_output=True, text=True, timeout=300, check=True)
+    stage = stage_from_plan_json(read_plan(output, RECIPE_NAME), "main")
+    with megatron_process_group(tmp_path):
+        _, valid, _ = megatron_build(stage, mixture_cache_dir(output, RECIPE_NAME))
+        assert_explains(json.loads(printed.stdout), stage, valid[7])

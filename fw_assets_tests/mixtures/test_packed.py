@@ -1,0 +1,39 @@
+"""The `packed` asset through Dagster on the tokenized sample dumps: for the curriculum, Megatron-Core
+finds every stage's cache (builds nothing) and packed rows are its samples; a recipe without
+`export: packed` gets nothing, and an earlier export is removed."""
+
+import numpy as np
+import pyarrow.dataset as ds
+import pytest
+
+from fw_assets.layout import mixture_cache_dir, packed_dir, packed_root
+from fw_assets_tests.helpers import writable_copy
+from fw_assets_tests.mixtures.materialized import CURRICULUM_NAME, build_curriculum, curriculum_stages, user_recipe
+from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
+
+
+def test_megatron_hits_every_stage_cache_and_packed_rows_are_its_samples(curriculum_built, tmp_path):
+    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+
+    output, result = curriculum_built
+    cache = mixture_cache_dir(output, CURRICULUM_NAME)
+    before = snapshot(cache)
+    (metadata,) = [m.metadata for m in result.asset_materializations_for_node("packed")]
+    with megatron_process_group(tmp_path):
+        for stage in curriculum_stages(output):
+            train = megatron_build(stage, cache)[0]
+            assert snapshot(cache) == before, f"Megatron built something for stage {stage.name}"
+            rows = ds.dataset(packed_dir(output, CURRICULUM_NAME, stage.name)).head(2).to_pylist()
+            for i, row in enumerate(rows):
+                assert np.array_equal(row["input_ids"], train[i]["tokens"].numpy())
+                assert np.array_equal(row["labels"], train[i]["labels"].numpy())
+    assert metadata["rows"].value == sum(s.num_samples[0] for s in curriculum_stages(output))
+
+
+def test_packed_writes_nothing_for_a_recipe_without_export(curriculum_built, sample_source, tmp_path, monkeypatch):
+    output = writable_copy(curriculum_built[0], tmp_path / "output")  # the export is removed: not from the shared run
+    user_recipe(tmp_path, monkeypatch, lambda recipe: recipe.pop("export"))
+    result = build_curriculum(sample_source, output)
+    assert result.success
+    assert result.asset_materializations_for_node("packed") == []
+    assert not packed_root(output, CURRICULUM_NAME).exists()  # the earlier plan's export is gone

@@ -1,0 +1,42 @@
+"""partitions.py: one partition per recipe, a user's recipe replacing a shipped one of its name,
+and the mixture assets in a group of their own, out of the per-dump chain."""
+
+import logging
+
+import dagster as dg
+
+from fw_assets.bucketing.raw import raw
+from fw_assets.definitions import defs
+from fw_assets.jobs import dump_chain_job
+from fw_assets.layout import shipped_recipes_dir
+from fw_assets.mixtures.megatron_indexes import megatron_indexes
+from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.mixtures.partitions import recipe_files
+from fw_assets.partitions import dump_partitions
+from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.mixtures.materialized import RECIPE, write_recipe
+
+
+def test_recipes_are_partitions_and_a_user_recipe_replaces_a_shipped_one(tmp_path, caplog):
+    shipped = recipe_files(shipped_recipes_dir(), None)
+    assert {"demo", "fineweb_edu_1t"} <= set(shipped)
+    assert set(shipped) <= set(mixture_plan.partitions_def.get_partition_keys())
+    write_recipe(tmp_path, RECIPE)
+    (tmp_path / "extra.yaml").write_text("tokenizer: x\n")
+    with caplog.at_level(logging.WARNING):
+        found = recipe_files(shipped_recipes_dir(), tmp_path)
+    assert found["demo"] == tmp_path / "demo.yaml" and found["extra"] == tmp_path / "extra.yaml"
+    assert "replaces the shipped recipe" in caplog.text
+
+
+def test_the_mixture_assets_stay_out_of_the_dump_chain():
+    chain = dump_chain_job.selection.resolve(defs.resolve_asset_graph())
+    assert {raw.key, tokenized.key} <= chain
+    assert not {mixture_plan.key, megatron_indexes.key} & chain
+    for key in chain:
+        assert defs.resolve_assets_def(key).partitions_def == dump_partitions
+    for asset in (mixture_plan, megatron_indexes):
+        assert asset.group_names_by_key[asset.key] == "mixtures"
+        assert asset.partitions_def != dump_partitions
+        mapping = asset.get_partition_mapping(tokenized.key)
+        assert isinstance(mapping, dg.AllPartitionMapping)
