@@ -22,7 +22,7 @@ STATEMENTS = {path.stem for path in sql_dir().glob("*.sql")}
 # Layers, lowest first: a module imports only from its own layer or below. Stage folders (one per
 # pipeline stage) form the third layer; what is not listed (a new stage folder) is a stage too.
 FOUNDATION = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
-DAGSTER_PLUMBING = ("partitions", "resources", "jobs", "contract_checks", "run_health")
+DAGSTER_PLUMBING = ("partitions", "resources", "jobs", "asset_checks", "run_health")
 ENTRY_POINTS = ("automation", "definitions", "demo")
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
 WITHOUT_DAGSTER = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
@@ -201,6 +201,32 @@ def test_stages_import_another_stage_only_for_an_upstream_asset():
         and imported.rsplit(".", 1)[-1] not in deps.get(module, set())
     ]
     assert not crossing
+
+
+def test_only_lib_compiled_imports_numba():
+    """One way to get a compiled loop (fw_assets.lib.compiled): the same options everywhere, and
+    LLVM loaded only when a loop first runs."""
+    importers = [module for module in modules() if any(n.split(".")[0] == "numba" for n in imports(module))]
+    assert importers == ["fw_assets.lib.compiled"]
+
+
+def test_an_asset_module_is_imported_only_for_its_asset():
+    """What two assets share lives in a plain module: from an asset module, others import the asset
+    (for `deps`, lineage and selections), nothing else."""
+    asset_names = {module.__name__: name for name, module in asset_modules().items()}
+    asset_names |= {
+        m: m.rsplit(".", 1)[-1] for m in modules() for spec in defs.assets
+        if isinstance(spec, dg.AssetSpec) and m.endswith("." + spec.key.to_user_string()) and layer(m) == 2
+    }
+    borrowed = []
+    for module in modules():
+        for node in ast.walk(tree(module)):
+            if isinstance(node, ast.ImportFrom) and node.module in asset_names and node.module != module:
+                extra = {alias.name for alias in node.names} - {asset_names[node.module]}
+                borrowed += [f"{module} imports {name} from {node.module}" for name in sorted(extra)]
+            elif isinstance(node, ast.Import):
+                borrowed += [f"{module} imports {a.name} whole" for a in node.names if a.name in asset_names]
+    assert not borrowed
 
 
 def test_plain_modules_do_not_import_dagster():

@@ -9,7 +9,7 @@ from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS, naming_unreadable_f
 from fw_assets.bucketing.inputs import read_dump_source
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.bucketing.steps import STEPS_SQL, bucket_stats, write_buckets
-from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.contracts import bucketed as bucketed_contract
 from fw_assets.contracts.bucketed import check_bucketed
 from fw_assets.layout import (

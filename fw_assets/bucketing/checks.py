@@ -1,7 +1,7 @@
 """The bucketing stage's contracts as per-dump asset checks of raw, sampled and bucketed.
 
 Each asset computes its contract once, inside its own step, and reports it through
-`fw_assets.contract_checks.ContractReport`: check results attached to its materialization, or, if a
+`fw_assets.asset_checks.ContractReport`: check results attached to its materialization, or, if a
 blocking check failed, reported on their own before the step fails with nothing published.
 """
 
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from fw_assets.contract_checks import check_specs, guard
+from fw_assets.asset_checks import check_specs, guard
 from fw_assets.contracts.bucketed import BUCKETED_CHECKS
 from fw_assets.contracts.raw import RAW_CHECKS, RAW_KEY_COLUMNS
 from fw_assets.contracts.selection import SELECTION_CHECKS

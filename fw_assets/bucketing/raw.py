@@ -3,7 +3,7 @@
 import dagster as dg
 
 from fw_assets.bucketing.checks import RAW_CHECK_SPECS
-from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.bucketing.inputs import find_dump_source
 from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts.raw import check_raw

@@ -8,7 +8,7 @@ from fw_assets.bucketing.checks import SAMPLED_CHECK_SPECS
 from fw_assets.bucketing.inputs import DumpSource, read_dump_source
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.steps import STEPS_SQL, selection_counts, write_selection
-from fw_assets.contract_checks import ContractReport, Events, guard
+from fw_assets.asset_checks import ContractReport, Events, guard
 from fw_assets.contracts import raw as raw_contract
 from fw_assets.contracts import selection as selection_contract
 from fw_assets.contracts.raw import check_raw

@@ -1,11 +1,11 @@
 """The dedup stage's contract (fw_assets.dedup.contract) as the asset checks of `deduplicated`.
 
 The asset computes its contract once, inside its own step, and reports it through
-`fw_assets.contract_checks.ContractReport`: check results attached to its materialization, or, if
+`fw_assets.asset_checks.ContractReport`: check results attached to its materialization, or, if
 the blocking check failed, reported on their own before the step fails with nothing published.
 """
 
-from fw_assets.contract_checks import check_specs
+from fw_assets.asset_checks import check_specs
 from fw_assets.dedup.contract import DEDUP_CHECKS
 
 DEDUPLICATED_CHECK_SPECS = check_specs("deduplicated", DEDUP_CHECKS)

@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import later_dumps
 from fw_assets.dedup.checks import DEDUPLICATED_CHECK_SPECS

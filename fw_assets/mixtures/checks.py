@@ -1,10 +1,10 @@
 """The mixture contracts as per-recipe asset checks of `mixture_plan` and `megatron_indexes`.
 
 Each asset computes its contract (`fw_assets.mixtures.contract`) once, inside its own step, and
-reports it through `fw_assets.contract_checks.ContractReport`.
+reports it through `fw_assets.asset_checks.ContractReport`.
 """
 
-from fw_assets.contract_checks import check_specs
+from fw_assets.asset_checks import check_specs
 from fw_assets.mixtures.contract import CURRICULUM_CHECKS, INDEX_CHECKS, PLAN_CHECKS
 from fw_assets.mixtures.partitions import recipe_partitions
 

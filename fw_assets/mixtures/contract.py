@@ -1,7 +1,7 @@
 """The mixture contract, checked per recipe: the plan's token files, sample counts and epochs, and
 what a curriculum reads per source and stage (mixture_plan), and the built blends' error
 (megatron_indexes). Plain code, no Dagster; the assets report it through
-fw_assets.contract_checks.ContractReport, with the specs of `fw_assets.mixtures.checks`.
+fw_assets.asset_checks.ContractReport, with the specs of `fw_assets.mixtures.checks`.
 """
 
 from collections import defaultdict

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.layout import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed

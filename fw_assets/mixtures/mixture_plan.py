@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.contract_checks import ContractReport, Events
+from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.layout import (
     data_args_path,
     generation_record_path,

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.contract_checks import ContractReport, Events, check_specs
+from fw_assets.asset_checks import ContractReport, Events, check_specs
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.layout import (
     dedup_path,
