@@ -14,6 +14,7 @@ from fw_assets.lib.indexed_dataset import (
     optimal_token_dtype,
 )
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
+from fw_assets_tests.extras import extra_module
 
 TEXTS = [
     "Photosynthesis converts light energy into chemical energy.",
@@ -166,7 +167,7 @@ def test_token_dtype_is_megatrons_choice(vocab_size, dtype):
 # megatron's builder calls numpy.array(tensor), which torch answers with a DeprecationWarning
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
 def test_megatron_reads_our_files_and_writes_the_same_bytes(token_case, tmp_path):
-    pytest.importorskip("megatron.core")
+    extra_module("megatron.core", "megatron")
     import torch
     from megatron.core.datasets.indexed_dataset import DType, IndexedDataset, IndexedDatasetBuilder
 

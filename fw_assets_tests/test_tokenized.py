@@ -32,6 +32,7 @@ from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size, writable_copy
 from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
+from fw_assets_tests.extras import extra_module
 
 DUMP = SAMPLE_DUMPS[0]
 BUCKETS = [b.name for b in SEED_POLICY.buckets]
@@ -184,7 +185,7 @@ def test_index_header_and_fields_follow_megatrons_layout(published, kind, dtype,
 # megatron's reader calls numpy.array(tensor) here and there, which torch answers with a warning
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
 def test_megatron_reads_the_published_files(case):
-    pytest.importorskip("megatron.core")
+    extra_module("megatron.core", "megatron")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
     output, tokenizer, _ = case

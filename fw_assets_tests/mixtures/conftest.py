@@ -15,6 +15,7 @@ from fw_assets_tests.helpers import writable_copy
 from fw_assets_tests.mixtures import curriculum, one_phase
 from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, build_curriculum, write_recipe
 from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, INT32_CASE, write_case
+from fw_assets_tests.extras import extra_module
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def scarce(tmp_path_factory):
 @pytest.fixture(scope="module")
 def process_group(tmp_path_factory):
     """Megatron builds a blend only under torch.distributed: a one-process gloo group."""
-    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")
+    extra_module("megatron.core", "megatron")
     import torch.distributed as dist
 
     store = tmp_path_factory.mktemp("gloo") / "store"

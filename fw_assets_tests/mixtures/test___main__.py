@@ -16,10 +16,11 @@ from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
 from fw_assets_tests.conftest import subprocess_env
 from fw_assets_tests.mixtures.materialized import RECIPE_NAME, built_recipe_dir
 from fw_assets_tests.mixtures.megatron_oracle import assert_explains, megatron_build, megatron_process_group
+from fw_assets_tests.extras import extra_module
 
 
 def test_explain_prints_the_documents_of_megatrons_sample(demo_built, tmp_path, monkeypatch, capsys):
-    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+    extra_module("megatron.core", "megatron")
 
     output, _, stage = demo_built
     monkeypatch.setenv(OUTPUT_DIR_ENV, str(output))
@@ -34,7 +35,7 @@ def test_explain_prints_the_documents_of_megatrons_sample(demo_built, tmp_path, 
 
 @pytest.mark.e2e
 def test_the_cli_builds_a_recipe_and_explain_names_megatrons_sample(demo_built, sample_source, tmp_path, dagster_home):
-    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+    extra_module("megatron.core", "megatron")
 
     output = tmp_path / "copy"
     shutil.copytree(demo_built[0], output, ignore=shutil.ignore_patterns("mixtures", "mixture*", "megatron*"))

@@ -5,15 +5,15 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.published import stage_from_plan_json
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build
+from fw_assets_tests.extras import extra_module
 
-pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")
+extra_module("megatron.core", "megatron")
 
 
 def test_explain_names_the_tokens_of_megatrons_sample(case, process_group):

@@ -6,7 +6,6 @@ import filecmp
 import shutil
 
 import numpy as np
-import pytest
 
 from fw_assets.layout import mixture_cache_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
@@ -16,10 +15,11 @@ from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import published_tree
 from fw_assets_tests.mixtures.materialized import RECIPE_NAME, build, tokenize
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
+from fw_assets_tests.extras import extra_module
 
 
 def test_megatron_reads_the_assets_cache_builds_nothing_and_gets_the_same_samples(demo_built, tmp_path):
-    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+    extra_module("megatron.core", "megatron")
 
     output, _, stage = demo_built
     cache = mixture_cache_dir(output, RECIPE_NAME)

@@ -4,16 +4,16 @@ finds every stage's cache (builds nothing) and packed rows are its samples; a re
 
 import numpy as np
 import pyarrow.dataset as ds
-import pytest
 
 from fw_assets.layout import mixture_cache_dir, packed_dir, packed_root
 from fw_assets_tests.helpers import writable_copy
 from fw_assets_tests.mixtures.materialized import CURRICULUM_NAME, build_curriculum, curriculum_stages, user_recipe
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
+from fw_assets_tests.extras import extra_module
 
 
 def test_megatron_hits_every_stage_cache_and_packed_rows_are_its_samples(curriculum_built, tmp_path):
-    pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle")
+    extra_module("megatron.core", "megatron")
 
     output, result = curriculum_built
     cache = mixture_cache_dir(output, CURRICULUM_NAME)

@@ -2,13 +2,13 @@
 starts, in files of a fixed number of rows that sort in sample order."""
 
 import pyarrow.dataset as ds
-import pytest
 
 from fw_assets.layout import packed_dir
 from fw_assets.mixtures.packing import write_packed
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build
+from fw_assets_tests.extras import extra_module
 
-pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")
+extra_module("megatron.core", "megatron")
 
 
 def test_packed_rows_are_megatrons_samples(curriculum_cache, process_group):

@@ -7,8 +7,9 @@ import pytest
 
 from fw_assets.mixtures.megatron.blended_dataset import MAX_DATASETS, build_blend_indexes
 from fw_assets.mixtures.megatron.utils import normalize
+from fw_assets_tests.extras import extra_module
 
-pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")
+extra_module("megatron.core", "megatron")
 
 
 def blend(weights: list[float], size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,15 +8,15 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.megatron.gpt_dataset import plan_epochs
 from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, megatron_build, snapshot
 from fw_assets_tests.mixtures.one_phase import plan
+from fw_assets_tests.extras import extra_module
 
-pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")
+extra_module("megatron.core", "megatron")
 
 
 def test_case_covers_epochs_and_token_widths(case):

@@ -12,8 +12,9 @@ from fw_assets.mixtures.megatron.gpt_dataset import (
     plan_epochs,
 )
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build
+from fw_assets_tests.extras import extra_module
 
-pytest.importorskip("megatron.core", reason="megatron-core (the `megatron` extra) is the oracle of these tests")
+extra_module("megatron.core", "megatron")
 
 
 SEQ_LENGTH = 32
