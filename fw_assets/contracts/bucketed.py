@@ -74,6 +74,7 @@ def scanning_sources(
 
 
 def source_texts_outcome(problems: Sequence[Violation], rows: int) -> CheckOutcome:
+    """source_texts over the `rows` the scan read, failing with the source files' `problems`."""
     not_utf8 = sum(v.rows for v in problems if v.rule == TEXT_NOT_UTF8)
     figures = {
         "rows_read": rows,
