@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from bench.data import BENCH_DUMPS, DataSpec, ensure_dumps
+from bench.data_shape import dump_shape, shape_table
 from bench.measure import combine, measure
 from bench.report import Result, results_table, targets, targets_table
 from bench.suite import (
@@ -30,6 +31,7 @@ from bench.suite import (
     tokenizing_cases,
 )
 from bench.verify import compare_ids, parquet_rows, published_layout, staging_layout
+from fw_assets.layout import source_dump_dir
 
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = ("bucketing", "tokenizing", "memory", "fixed")
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     bench = Bench(args.work, DataSpec(args.rows, args.files, args.seed), BENCH_DUMPS[: args.dumps], os.cpu_count() or 1)
     needed = BENCH_DUMPS[:4] if "memory" in args.groups else bench.dumps
     ensure_dumps(bench.work, bench.spec, needed)
+    shapes = [dump_shape(source_dump_dir(bench.source, dump)) for dump in bench.dumps]
     cases = plan(bench, args.groups, [n for n in args.cases.split(",") if n])
     if not cases:
         raise SystemExit("no case selected")
@@ -135,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         f"Data: {bench.spec.key} ({', '.join(bench.dumps)}), {args.runs} runs per case, median reported. "
         f"1-minute load average before each case run: {min(loads):.1f}–{max(loads):.1f}. "
         f"fw_assets' default DuckDB memory limit: {memory_limit_label()}.",
+        "Data shape (bench/data_shape.py):\n\n" + shape_table(shapes),
         results_table(results),
         targets_table(found) if found else "",
         "\n".join(f"- {line}" for line in checks(bench, by_name)),
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     stem = args.results / started.strftime("%Y%m%d-%H%M%S")
     stem.with_suffix(".md").write_text(text + "\n")
     stem.with_suffix(".json").write_text(json.dumps({
-        "machine": host, "data": bench.spec.key, "dumps": bench.dumps, "loads": loads,
+        "machine": host, "data": bench.spec.key, "dumps": bench.dumps, "shapes": shapes, "loads": loads,
         "cases": {r.case.name: {"label": r.case.label, "documents": r.case.documents,
                                 "text_bytes": r.case.text_bytes,
                                 "runs": [m.as_dict() for m in r.runs]} for r in results},

@@ -13,7 +13,7 @@ from fw_assets.synthetic.generator import ROW_GROUP_SIZE
 def rewrite(path: Path, change: Callable[[pa.Table], pa.Table], **write_options: Any) -> pa.Table:
     """Replace the parquet file with `change` applied to its table; returns the table before."""
     before = pq.read_table(path)
-    pq.write_table(change(before), path, row_group_size=ROW_GROUP_SIZE, **write_options)
+    pq.write_table(change(before), path, **{"row_group_size": ROW_GROUP_SIZE, **write_options})
     return before
 
 

@@ -23,6 +23,9 @@ def test_bench_command_measures_and_cross_checks_the_bucketing_cases(tmp_path):
     out = completed.stdout
     assert "| case | docs in |" in out
     assert "| fw_sql time ÷ floor time |" in out
+    # the data's shape, which moves the ratio to datatrove: 2 files of 1,500 rows in 1,000-row groups
+    (shape,) = [line for line in out.splitlines() if line.startswith("| CC-MAIN-2013-20 |")]
+    assert shape.startswith("| CC-MAIN-2013-20 | 2 | 3,000 | 1,500–1,500 | 2–2 | 1,000 |")
     assert "rows written, floor vs fw_sql" in out and "(same)" in out and "DIFFERENT" not in out
     if importlib.util.find_spec("datatrove"):
         assert "ids per bucket and dump, fw_sql vs datatrove: identical" in out

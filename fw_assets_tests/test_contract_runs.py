@@ -85,9 +85,12 @@ def workspace(good_dump, tmp_path) -> Workspace:
     return Workspace(tmp_path / "source", tmp_path / "output", published_tree(tmp_path / "output"))
 
 
-def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: str) -> None:
+def assert_refused(
+    ws: Workspace, run: Run, asset: str, check: str, *phrases: str, published=lambda tree: tree
+) -> None:
     """The run failed at `asset` with a message naming the dump and `phrases`; the failed check
-    carries the same; the stages after it did not run; the published files are untouched."""
+    carries the same; the stages after it did not run; the `published` part of the published files
+    (all of them unless told) is untouched."""
     assert not run.result.success
     message = run.failure(asset)
     for phrase in (DUMP, *phrases):
@@ -102,17 +105,35 @@ def assert_refused(ws: Workspace, run: Run, asset: str, check: str, *phrases: st
         assert phrase in problems, f"{phrase!r} not in the check's metadata: {problems}"
     assert not run.materialized(asset)
     assert not run.materialized("bucketed")
-    assert published_tree(ws.output) == ws.published_before
+    assert published(published_tree(ws.output)) == published(ws.published_before)
+
+
+def assert_bucketed_refused(ws: Workspace, run: Run, check: str, *phrases: str) -> None:
+    """Like assert_refused, for bucketed after raw and sampled published: the published buckets
+    and bucketed's generation record are untouched (raw's and sampled's records moved on)."""
+    assert_refused(ws, run, "bucketed", check, *phrases, published=bucketed_tree)
+
+
+def bucketed_tree(tree: dict[str, str]) -> dict[str, str]:
+    """The entries of a published tree that bucketed writes."""
+    return {path: digest for path, digest in tree.items() if path.startswith("en/") or "bucketed" in path}
+
+
+def rows_where(path: Path, kept: bool) -> list[int]:
+    """The rows of a source file the seed policy keeps (or drops)."""
+    table = pq.read_table(path, columns=["id", "score"])
+    pairs = zip(table["id"].to_pylist(), table["score"].to_pylist())
+    return [i for i, (doc_id, score) in enumerate(pairs) if SEED_POLICY.keeps(doc_id, score) == kept]
 
 
 def assert_accepted(run: Run) -> None:
-    """Every stage was recorded and all ten blocking checks passed (the bucketing contracts' nine
+    """Every stage was recorded and all eleven blocking checks passed (the bucketing contracts' ten
     and deduplicated.reconciliation)."""
     assert run.result.success
     assert all(run.materialized(asset) for asset in ("raw", "sampled", "bucketed"))
     evaluations = run.result.get_asset_check_evaluations()
     blocking = [e for e in evaluations if e.severity == dg.AssetCheckSeverity.ERROR]
-    assert len(blocking) == 10 and all(e.passed for e in blocking)
+    assert len(blocking) == 11 and all(e.passed for e in blocking)
 
 
 def ids_at(path: Path, rows: list[int]) -> list[str]:
@@ -210,22 +231,33 @@ def test_a_link_to_a_missing_blob_is_refused_naming_the_file(workspace):
     assert_refused(workspace, run, "raw", "schema", f"file {SECOND}", "which does not exist")
 
 
-@pytest.mark.parametrize("assets", [None, [sampled, bucketed]], ids=["with raw", "without raw"])
-def test_text_that_is_not_utf8_is_refused_by_raw_naming_file_rows_and_check(workspace, assets):
-    bad.rewrite(workspace.file(SECOND), bad.with_latin1_texts([4, 9]))
-    run = workspace.run(assets=assets)
-    first, second = ids_at(workspace.file(SECOND), [4, 9])
-    phrases = (
-        f"file {SECOND}, column text: 2 rows whose text is not valid UTF-8", f"{first} (row 4)",
-        f"{second} (row 9)",
+@pytest.mark.parametrize(
+    "damaged, statistics",
+    [("kept", True), ("dropped", True), ("kept", False)],
+    ids=["kept rows", "dropped rows", "kept rows, footers without null counts"],
+)
+def test_text_that_is_not_utf8_is_refused_by_bucketed_naming_file_row_group_and_rows(
+    workspace, damaged, statistics
+):
+    """raw and sampled decode no text (raw scans the texts for nulls where a footer has no null
+    counts, without judging their encoding) and publish; bucketed's scan decodes every text it
+    reads, kept or dropped, and refuses the dump naming the file, row group and rows; its buckets
+    stay as they were."""
+    rows = rows_where(workspace.file(SECOND), kept=damaged == "kept")[:2]
+    bad.rewrite(
+        workspace.file(SECOND), bad.with_latin1_texts(rows),
+        row_group_size=ROWS // 8, write_statistics=statistics,
     )
-    if assets is None:
-        assert_refused(workspace, run, "raw", "key_columns", *phrases)
-        assert run.check("raw", "key_columns").metadata["text_not_utf8"].value == 2
-    else:
-        message = run.failure("sampled")
-        assert "failed the raw contract" in message and all(p in message for p in phrases)
-        assert published_tree(workspace.output) == workspace.published_before
+    run = workspace.run()
+    assert run.materialized("raw") and run.materialized("sampled")
+    first, second = ids_at(workspace.file(SECOND), rows)
+    assert_bucketed_refused(
+        workspace, run, "source_texts",
+        f"file {SECOND}, column text: 2 rows whose text is not valid UTF-8",
+        f"{first} (row {rows[0]}, row group {rows[0] // (ROWS // 8)})",
+        f"{second} (row {rows[1]}, row group {rows[1] // (ROWS // 8)})",
+    )
+    assert run.check("bucketed", "source_texts").metadata["text_not_utf8"].value == 2
 
 
 def test_macos_appledouble_files_are_ignored_and_named(workspace):
@@ -261,13 +293,16 @@ def test_truncated_or_corrupt_file_is_refused_naming_it(workspace, damage):
     assert_refused(workspace, run, "raw", check, f"file {SECOND}", phrase, "re-download it")
 
 
-def test_corrupt_text_page_is_refused_by_raw_naming_the_file(workspace):
-    """raw decodes every text (to refuse texts that are not UTF-8), so a damaged text page stops
-    the dump at raw, before anything downstream runs."""
+def test_corrupt_text_page_is_refused_by_bucketed_naming_the_file(workspace):
+    """raw and sampled read no text, so a damaged text page passes them and stops the dump at
+    bucketed's scan, the first step to decode the texts."""
     bad.corrupt_column(workspace.file(SECOND), "text")
     run = workspace.run()
-    assert_refused(workspace, run, "raw", "key_columns", f"file {SECOND}: cannot be read", "re-download it")
-    assert FIRST not in run.failure("raw")
+    assert run.materialized("raw") and run.materialized("sampled")
+    assert_bucketed_refused(
+        workspace, run, "source_texts", f"file {SECOND}: cannot be read", "re-download it"
+    )
+    assert FIRST not in run.failure("bucketed")
 
 
 def test_dump_column_disagreeing_with_its_folder_is_refused(workspace):

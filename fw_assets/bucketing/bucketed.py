@@ -5,13 +5,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS, naming_unreadable_files
+from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS
 from fw_assets.bucketing.inputs import read_dump_source
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.bucketing.steps import STEPS_SQL, bucket_stats, write_buckets
 from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.contracts import bucketed as bucketed_contract
-from fw_assets.contracts.bucketed import check_bucketed
+from fw_assets.contracts.bucketed import check_bucketed, scanning_sources
 from fw_assets.layout import (
     bucket_dump_dirs,
     publication_name,
@@ -65,12 +65,15 @@ def bucketed(
             )
         reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
         with warehouse.connect(spill_dir(storage.output_root)) as con:
-            with naming_unreadable_files(con, source.dump, "bucketed", source.paths):
-                folders = write_buckets(con, source.paths, selection, staging.path / "out", reporter)
+            folders, source_texts = scanning_sources(
+                con, source.paths, source.rows,
+                lambda: write_buckets(con, source.paths, selection, staging.path / "out", reporter),
+            )
+            yield from ContractReport(source.dump, "bucketed", [source_texts]).refuse_if_blocked()
             written = bucket_stats(con, folders)
             contract = Stopwatch()
             staged = {bucket: sorted(folder.glob("*.parquet")) for bucket, folder in folders.items()}
-            outcomes = check_bucketed(con, source.dump, staged, selection, SEED_POLICY)
+            outcomes = [source_texts, *check_bucketed(con, source.dump, staged, selection, SEED_POLICY)]
             report = ContractReport(source.dump, "bucketed", outcomes)
             contract_seconds = contract.seconds()
         yield from report.refuse_if_blocked()

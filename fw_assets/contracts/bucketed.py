@@ -1,7 +1,9 @@
-"""The bucketed output's contract, checked on the staged files before they are published."""
+"""The bucketed output's contract, checked on the staged files before they are published, and
+the source texts its scan decodes."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -12,11 +14,13 @@ from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation,
 from fw_assets.contracts import selection
 from fw_assets.contracts.selection import bucket_tallies, register_policy
 from fw_assets.contracts.tallies import (
+    TEXT_NOT_UTF8,
     duplicate_id_violations,
     fetch_tallies,
     file_name,
     rule_violations,
     text_null_violations,
+    unreadable_file_violations,
 )
 from fw_assets.lib.markdown import table
 from fw_assets.policy import SamplingPolicy
@@ -25,6 +29,13 @@ from fw_assets.policy import SamplingPolicy
 CONTRACT_SQL = ("contract_bucketed_rows", "contract_bucketed_membership", *selection.CONTRACT_SQL)
 CONTRACT_MODULES = (__name__, *selection.CONTRACT_MODULES)
 
+SOURCE_TEXTS = ContractCheck(
+    "source_texts",
+    "Every text the bucketing scan reads (every row of the dump's source files, kept or dropped: "
+    "it decodes them before choosing the kept rows) is valid UTF-8, on a readable page. Checked "
+    "by that scan as it decodes the texts, at no pass of its own; only when it fails are the "
+    "files read again to name the file, row group and rows.",
+)
 BUCKETED_SCHEMA = ContractCheck(
     "schema",
     "Every bucket file has exactly id (string), text (string) and score (double), in that order, "
@@ -39,9 +50,38 @@ BUCKETED_RECONCILIATION = ContractCheck(
     "Per bucket, rows written = rows the sampled stage kept, and the written ids are exactly "
     "the ids kept in that bucket.",
 )
-BUCKETED_CHECKS = (BUCKETED_SCHEMA, SCORE_IN_BUCKET, UNIQUE_IDS, BUCKETED_RECONCILIATION)
+BUCKETED_CHECKS = (SOURCE_TEXTS, BUCKETED_SCHEMA, SCORE_IN_BUCKET, UNIQUE_IDS, BUCKETED_RECONCILIATION)
 
 _NULL_RULES = (rules.ID_NULL, rules.SCORE_NULL)
+
+T = TypeVar("T")
+
+
+def scanning_sources(
+    con: duckdb.DuckDBPyConnection, paths: Sequence[str], rows: int, scan: Callable[[], T]
+) -> tuple[T | None, CheckOutcome]:
+    """Run `scan` (a statement decoding the texts of `paths`: DuckDB checks each text is UTF-8 as
+    it decodes it) and return its result with the source_texts outcome. If DuckDB fails on a
+    source file, the outcome names the file and, for texts that are not UTF-8, the rows; errors
+    no file explains (memory, disk) pass through."""
+    try:
+        return scan(), source_texts_outcome([], rows)
+    except duckdb.Error:
+        problems = unreadable_file_violations(con, paths)
+        if not problems:
+            raise
+        return None, source_texts_outcome(problems, rows)
+
+
+def source_texts_outcome(problems: Sequence[Violation], rows: int) -> CheckOutcome:
+    """source_texts over the `rows` the scan read, failing with the source files' `problems`."""
+    not_utf8 = sum(v.rows for v in problems if v.rule == TEXT_NOT_UTF8)
+    figures = {
+        "rows_read": rows,
+        TEXT_NOT_UTF8: not_utf8,
+        "files_unreadable": sum(v.rule != TEXT_NOT_UTF8 for v in problems),
+    }
+    return SOURCE_TEXTS.outcome(problems, figures)
 
 
 def check_bucketed(

@@ -1,6 +1,6 @@
 """Turn the rows of `sql/contract_*.sql` tallies into violations with readable examples, and the
-every-row checks the raw and bucketed contracts share: duplicate ids, null texts, texts that are
-not UTF-8, and naming the source files that cannot be read through.
+every-row checks the raw and bucketed contracts share: duplicate ids, null texts, and naming the
+source files that cannot be read through (with the rows, for texts that are not UTF-8).
 
 A tally row holds, for each rule, the number of failing rows in a column named after the rule
 and up to five of them (structs with at least `row` and `id`) in `<rule>_examples`.
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.contracts import rules
-from fw_assets.contracts.findings import Violation, count_rows, short
+from fw_assets.contracts.findings import MAX_EXAMPLES, Violation, count_rows, short
 from fw_assets.contracts.rules import Rule
 from fw_assets.lib.sql import load_sql
 
@@ -29,7 +29,6 @@ TALLY_SQL = (
     "contract_duplicate_ids",
     "contract_null_counts",
     "contract_text_nulls",
-    "contract_text_utf8",
     "contract_read_files",
 )
 TALLY_MODULES = (
@@ -114,37 +113,33 @@ def text_null_violations(
     return violations, len(to_scan)
 
 
-def text_encoding_violations(con: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> list[Violation]:
-    """Texts that are not valid UTF-8, per file with rows and ids: one parallel DuckDB pass
-    decodes every text; only when it fails is each file read again to find the rows."""
-    try:
-        con.execute(load_sql("contract_text_utf8"), {"files": list(paths)}).fetchall()
-        return []
-    except duckdb.InvalidInputException as error:
-        if not _is_utf8_error(error):
-            raise
-    return [v for path in paths if (v := invalid_utf8_rows(path))]
-
-
 def invalid_utf8_rows(path: str) -> Violation | None:
-    """The rows of one file whose text is not valid UTF-8 (arrow reads the bytes without judging)."""
+    """The rows of one file whose text is not valid UTF-8, with their row groups; arrow reads the
+    bytes without judging them, one row group at a time."""
+    parquet = pq.ParquetFile(path)
     rows, examples, at = 0, [], 0
-    for batch in pq.ParquetFile(path).iter_batches(_UTF8_SCAN_ROWS, columns=["id", "text"]):
-        texts = batch.column("text")
-        try:
-            texts.validate(full=True)
-        except pa.ArrowInvalid:
-            for i, value in enumerate(texts.cast(pa.large_binary()).to_pylist()):
-                if value is not None and not _decodes(value):
-                    rows += 1
-                    if len(examples) < 5:
-                        doc_id = batch.column("id")[i].as_py()
-                        examples.append(f"{doc_id} (row {at + i}): text={short(value[:40])}")
-        at += batch.num_rows
+    for group in range(parquet.num_row_groups):
+        for batch in parquet.iter_batches(_UTF8_SCAN_ROWS, row_groups=[group], columns=["id", "text"]):
+            for i, text in _invalid_utf8_texts(batch.column("text")):
+                rows += 1
+                if len(examples) < MAX_EXAMPLES:
+                    doc_id = batch.column("id")[i].as_py()
+                    examples.append(f"{doc_id} (row {at + i}, row group {group}): text={short(text[:40])}")
+            at += batch.num_rows
     if not rows:
         return None
     problem = f"{count_rows(rows)} whose text is not valid UTF-8; re-export the file with UTF-8 texts"
     return Violation(TEXT_NOT_UTF8, "text", rows, problem, file_name(path), tuple(examples))
+
+
+def _invalid_utf8_texts(texts: pa.Array) -> list[tuple[int, bytes]]:
+    """(position, bytes) of each text of the batch that is not valid UTF-8."""
+    try:
+        texts.validate(full=True)
+        return []
+    except pa.ArrowInvalid:
+        values = texts.cast(pa.large_binary()).to_pylist()
+        return [(i, v) for i, v in enumerate(values) if v is not None and not _decodes(v)]
 
 
 def _decodes(value: bytes) -> bool:
