@@ -4,8 +4,8 @@ Each worker process loads the tokenizer once and encodes one whole batch per tas
 back in input order, so the tokens are the same bytes at any worker count. At most
 2 × workers batches are in flight, so memory does not grow with the input.
 
-Worker processes import only this module's light dependencies (numpy, tiktoken, tokenizers),
-never Dagster: keep it that way, every worker pays for its imports when it starts.
+Worker processes import only this module's light dependencies (numpy, tiktoken, fastokens,
+tokenizers), never Dagster: keep it that way, every worker pays for its imports when it starts.
 """
 
 import os
