@@ -3,10 +3,12 @@ token files are the same bytes whichever backend wrote them, an unusable fast ba
 tiktoken with a warning, and a backend that differs from tiktoken on one document fails the step
 naming it, publishing nothing."""
 
+import logging
 import sys
 import unicodedata
 from importlib.util import find_spec
 
+import dagster as dg
 import duckdb
 import numpy as np
 import pytest
@@ -128,7 +130,7 @@ def test_the_backend_is_not_part_of_the_tokenizer_identity():
 def test_without_fastokens_auto_warns_and_encodes_with_tiktoken(monkeypatch):
     monkeypatch.setitem(sys.modules, "fastokens", None)  # as if it were not installed
     tokenizer = TokenizerSpec().load()
-    assert tokenizer.backend == "tiktoken" and tokenizer.backend_choice == "tiktoken"
+    assert tokenizer.backend == "tiktoken"
     assert "fastokens" in tokenizer.backend_warning and "ModuleNotFoundError" in tokenizer.backend_warning
     expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:50])
     assert [a.tolist() for a in tokenizer.encode_arrays(TRICKY[:50])] == [e.tolist() for e in expected]
@@ -159,8 +161,19 @@ def test_a_backend_that_fails_the_self_check_is_refused_at_load(monkeypatch):
     monkeypatch.setattr(ChangesOneText, "target", SELF_CHECK_TEXTS[2])
     with pytest.raises(BackendMismatch, match="self-check"):
         load_backend(WRONG_BACKEND, CL100K)
-    with pytest.raises(ValueError, match="backend"):
-        TokenizerSpec(backend="no_such_backend").load()
+    for spec in (TokenizerSpec(backend="no_such_backend"), TokenizerSpec(backend="no_such:Backend")):
+        with pytest.raises((ValueError, ImportError)):
+            spec.reference()  # what the step checks first, before it loads any backend
+
+
+def test_a_named_backend_that_fails_in_the_workers_says_why():
+    spec = TokenizerSpec(backend=f"{__name__}:{NotABackend.__name__}")
+    with pytest.raises(ValueError, match="not an EncoderBackend"):
+        next(encode_documents([["text"]], spec, workers=2))
+
+
+class NotABackend:
+    """Named as a backend, but it is none."""
 
 
 def least_hashed_kept_document(output) -> tuple[str, str]:
@@ -192,15 +205,21 @@ def test_a_backend_wrong_on_one_document_fails_the_step_naming_it(
 
 
 @needs_fastokens
-def test_the_step_records_its_backend_and_checked_share_and_writes_the_same_bytes(
-    sample_source, tokenized_sample, tmp_path
+def test_without_fastokens_the_step_warns_and_writes_the_same_bytes_with_tiktoken(
+    sample_source, tokenized_sample, tmp_path, monkeypatch
 ):
-    """The session's run (auto: fastokens) and a run with tiktoken alone publish the same files."""
+    """The session's run (auto: fastokens) and a run where fastokens is missing publish the same
+    files; each records its backend and the share of documents tiktoken checked."""
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
     fast = metadata(tokenized_sample.results[DUMP])
     before = tokenized_tree(output, CL100K, DUMP)
-    slow = metadata(run_tokenized(sample_source, output, TokenizerResource(backend="tiktoken", workers=2)))
+    monkeypatch.setitem(sys.modules, "fastokens", None)  # one worker: this process, without it
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = run_tokenized(sample_source, output, TokenizerResource(workers=1), instance=instance)
+        warnings = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    slow = metadata(result)
 
+    assert any("fastokens" in w and "encoding with tiktoken instead" in w for w in warnings)
     assert tokenized_tree(output, CL100K, DUMP) == before
     assert fast["tokenizer_backend"].startswith("fastokens ")
     assert slow["tokenizer_backend"].startswith("tiktoken ")

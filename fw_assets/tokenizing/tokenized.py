@@ -2,7 +2,6 @@
 
 import json
 import time
-from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,10 +72,9 @@ def tokenized(
     tokenizer: TokenizerResource,
 ) -> Events:
     dump = context.partition_key
-    loaded = tokenizer.spec().load()  # here first: a bad configuration fails at once
-    if loaded.backend_warning:
-        context.log.warning(f"Dump {dump}: {loaded.backend_warning}")
-    spec = replace(tokenizer.spec(), backend=loaded.backend_choice)  # the workers' very backend
+    spec = tokenizer.spec()
+    # here first, without its backend (the workers load that): a bad configuration fails at once
+    loaded = spec.reference().load()
     identity = loaded.identity()
     name = identity["name"]
     token_dtype = optimal_token_dtype(identity["vocab_size"])
@@ -91,15 +89,18 @@ def tokenized(
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
         total = sum(b.documents for b in buckets)
-        backend = f"{loaded.backend} {loaded.backend_version}"
-        context.log.info(
-            f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
-            f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes, "
-            f"encoded by {backend}"
-        )
-        progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
-        oracle = OracleSample(loaded.oracle(), backend, total)
         with ParallelEncoder(spec, workers) as encoder, warehouse.connect(staging.path) as con:
+            backend_name, version, warning = encoder.backend()
+            if warning:
+                context.log.warning(f"Dump {dump}: {warning}")
+            backend = f"{backend_name} {version}"
+            context.log.info(
+                f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
+                f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes, "
+                f"encoded by {backend}"
+            )
+            progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
+            oracle = OracleSample(loaded.oracle(), backend, total)
             # scratch files stay inside staging: never published, deleted with it whatever happens
             written = tokenize_buckets(
                 con, buckets, encoder, oracle, token_dtype, batch_rows, progress, context.log.info,
