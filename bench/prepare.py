@@ -85,15 +85,16 @@ def dagster_env(source_root: Path, output_root: Path, home: Path) -> dict[str, s
 
 
 def published_buckets(work: Path, spec: DataSpec, source_root: Path, dump: str) -> Path:
-    """An output root where the chain has published `dump` (en/<bucket>/<dump>/), made once."""
-    root = prepared_dir(work, spec) / f"published-{code_version(sql=['select_sample', 'write_buckets'])}"
+    """An output root where the chain has published `dump` (en/<bucket>/<dump>/) and its dedup
+    decisions (which `tokenized` reads), made once."""
+    root = prepared_dir(work, spec) / f"published-dedup-{code_version(sql=['select_sample', 'write_buckets'])}"
     marker = root / f".complete-{dump}"
     if marker.exists():
         return root
     home = dagster_home(root / ".dagster-home")
     print(f"preparing the bucketed output of {dump} for the tokenizing cases (untimed) ...", flush=True)
     completed = subprocess.run(
-        dagster_command("raw,sampled,bucketed", dump),
+        dagster_command("raw,sampled,bucketed,minhash,deduplicated", dump),
         env=dagster_env(source_root, root, home), cwd=home, capture_output=True, text=True,
     )
     if completed.returncode != 0:

@@ -104,6 +104,12 @@ def checks(bench: Bench, by_name: dict[str, Result]) -> list[str]:
         counted = by_name["tiktoken_1"].runs[-1].facts["tokens"]
         same = "same" if written == counted else "DIFFERENT"
         lines.append(f"tokens (end-of-document tokens aside), tokenized vs tiktoken loop: {written:,} vs {counted:,} ({same})")
+    for texts in ("prose", "multiscript"):
+        digests = {r.case.name: r.runs[-1].facts["tokens_sha256"] for name, r in by_name.items()
+                   if name.startswith("encoder_") and name.endswith(f"_{texts}")}
+        if len(digests) > 1:
+            same = "same" if len(set(digests.values())) == 1 else "DIFFERENT"
+            lines.append(f"tokens of every document, {' vs '.join(digests)}: {same}")
     if "fw_sql" in by_name:
         kept = parquet_rows(bench.out("fw_sql") / "buckets")
         for floor in ("floor", "floor_partitioned"):

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from bench import prepare
 from bench.data import BENCH_DUMPS, DataSpec, dump_stats, quiet_duckdb
 from bench.measure import Measurement
+from fw_assets.layout import dedup_path
 
 PYTHON = sys.executable
 REPO = prepare.REPO
@@ -187,28 +188,51 @@ def tokenizing_cases(bench: Bench) -> list[Case]:
     text = _text_bytes(files)
     cases = []
     if tokenized_asset_exists():
-        home = bench.out("tokenized-home")
-        env = prepare.dagster_env(bench.source, published, home)
 
         def tokens_written(_: Measurement) -> int:
             return token_files_tokens(published, dump)[1]
 
-        cases.append(Case(
-            "tokenized", f"fw_assets: dagster asset materialize tokenized ({dump})", "tokenizing",
-            docs, text, [Step(prepare.dagster_command("tokenized", dump), env, home)],
-            published / "tokenized", fresh_homes=[home], tokens=tokens_written,
-        ))
+        for name, backend in (("tokenized", "auto"), ("tokenized_tiktoken", "tiktoken")):
+            home = bench.out(f"{name}-home")
+            env = prepare.dagster_env(bench.source, published, home)
+            config = ["--config-json", json.dumps({"resources": {"tokenizer": {"config": {"backend": backend}}}})]
+            cases.append(Case(
+                name, f"fw_assets: dagster asset materialize tokenized ({dump}), backend {backend}",
+                "tokenizing", docs, text, [Step([*prepare.dagster_command("tokenized", dump), *config], env, home)],
+                published / "tokenized", fresh_homes=[home], tokens=tokens_written,
+            ))
     else:
         print("NOTE: fw_assets.definitions has no `tokenized` asset yet: only the tokenizer's own "
               "loop is measured.")
+    kept = ["--decisions", str(dedup_path(published, dump))]  # the texts tokenized encodes
     for processes in sorted({1, bench.cores}):
         out = bench.out(f"tiktoken_{processes}")
         cases.append(Case(
             f"tiktoken_{processes}", f"tiktoken cl100k encode_ordinary loop, {processes} process(es)",
             "tokenizing", docs, text,
-            [Step([PYTHON, "-m", "bench.cases.tiktoken_loop", "--processes", str(processes), *files])],
+            [Step([PYTHON, "-m", "bench.cases.tiktoken_loop", "--processes", str(processes), *kept, *files])],
             out, tokens=lambda m: m.facts["tokens"],
         ))
+    return cases + encoder_cases(bench, [*kept, *files], docs, text)
+
+
+ENCODERS = ("fastokens", "tiktoken", "tiktoken_batch")
+
+
+def encoder_cases(bench: Bench, prose: list[str], docs: int, text: int) -> list[Case]:
+    """Each cl100k encoder alone in one process, on the dump's kept prose (`prose`: its arguments)
+    and on as many documents of random multi-script text."""
+    cases = []
+    for texts, arguments in (("prose", prose), ("multiscript", ["--multiscript", str(docs)])):
+        for encoder in ENCODERS:
+            name = f"encoder_{encoder}_{texts}"
+            threads = " (threads: all cores)" if encoder.endswith("batch") else ""
+            cases.append(Case(
+                name, f"{encoder} alone on {texts}{threads}",
+                "tokenizing", docs, text if texts == "prose" else 0,
+                [Step([PYTHON, "-m", "bench.cases.encoders", "--encoder", encoder, *arguments])],
+                bench.out(name), tokens=lambda m: m.facts["tokens"],
+            ))
     return cases
 
 

@@ -24,6 +24,7 @@ from fw_assets.lib.doc_index import read_document_index
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.layout import token_files, token_prefix
+from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.reconciliation import kept_per_bucket
@@ -268,12 +269,14 @@ def tokenize_directly(
     total = sum(b.documents for b in buckets)
     progress = TokenProgress(log, f"tokenizing {DUMP}", total, interval=0.0)
     spec = TokenizerResource().spec()
+    tokenizer = spec.load()
+    oracle = OracleSample(tokenizer.oracle(), tokenizer.backend, total)
     with (
         ParallelEncoder(spec, workers) as encoder,
         DuckDBSteps(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
     ):
         tokenize_buckets(
-            con, buckets, encoder, np.dtype(np.int32), batch_rows, progress, log, DUMP,
+            con, buckets, encoder, oracle, np.dtype(np.int32), batch_rows, progress, log, DUMP,
             scratch, gather_bytes,
         )
 

@@ -4,8 +4,8 @@ Each worker process loads the tokenizer once and encodes one whole batch per tas
 back in input order, so the tokens are the same bytes at any worker count. At most
 2 × workers batches are in flight, so memory does not grow with the input.
 
-Worker processes import only this module's light dependencies (numpy, tiktoken, tokenizers),
-never Dagster: keep it that way, every worker pays for its imports when it starts.
+Worker processes import only this module's light dependencies (numpy, tiktoken, fastokens,
+tokenizers), never Dagster: keep it that way, every worker pays for its imports when it starts.
 """
 
 import os
@@ -78,6 +78,14 @@ class ParallelEncoder:
                 initargs=(spec, os.getpid()),
             )
 
+    def backend(self) -> tuple[str, str, str | None]:
+        """What encodes, as a worker loaded it: backend name, version, and the warning of an
+        `auto` that fell back to tiktoken (each worker chooses alike; any choice is exact)."""
+        if self._tokenizer is not None:
+            return _backend_of(self._tokenizer)
+        assert self._pool is not None
+        return self._pool.submit(_worker_backend).result()
+
     def encode(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
         """Encode each batch of texts, yielding results in input order."""
         if self._tokenizer is not None:
@@ -112,14 +120,24 @@ class ParallelEncoder:
 
 PARENT_WATCH_SECONDS = 1.0
 
-# The tokenizer of this worker process, loaded once by the pool's initializer.
-_worker_tokenizer: Tokenizer | None = None
+# The tokenizer of this worker process, loaded once by the pool's initializer, or why it failed to.
+_worker_tokenizer: Tokenizer | Exception | None = None
 
 
 def _start_worker(spec: TokenizerSpec, parent: int) -> None:
     global _worker_tokenizer
     _exit_with_parent(parent)
-    _worker_tokenizer = spec.load()
+    try:
+        _worker_tokenizer = spec.load()
+    except Exception as error:  # raised by every task instead: an initializer's error says nothing
+        _worker_tokenizer = error
+
+
+def _loaded_tokenizer() -> Tokenizer:
+    if isinstance(_worker_tokenizer, Exception):
+        raise _worker_tokenizer
+    assert _worker_tokenizer is not None, "the pool initializer loads the tokenizer"
+    return _worker_tokenizer
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -135,6 +153,13 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+def _backend_of(tokenizer: Tokenizer) -> tuple[str, str, str | None]:
+    return tokenizer.backend, tokenizer.backend_version, tokenizer.backend_warning
+
+
+def _worker_backend() -> tuple[str, str, str | None]:
+    return _backend_of(_loaded_tokenizer())
+
+
 def _encode_in_worker(texts: Sequence[str]) -> EncodedBatch:
-    assert _worker_tokenizer is not None, "the pool initializer loads the tokenizer"
-    return encode_with_eod(_worker_tokenizer, texts)
+    return encode_with_eod(_loaded_tokenizer(), texts)

@@ -4,6 +4,7 @@ import dagster as dg
 from pydantic import Field
 
 from fw_assets.lib.cores import usable_cores
+from fw_assets.tokenizing.backends import AUTO
 from fw_assets.tokenizing.tokenizer import TIKTOKEN, TokenizerSpec
 
 
@@ -25,6 +26,13 @@ class TokenizerResource(dg.ConfigurableResource):
         description="End-of-document token appended to every document. Empty: <|endoftext|> for "
         "tiktoken; for tokenizer.json the first of </s>, <|endoftext|>, <eos>, [SEP] it has.",
     )
+    backend: str = Field(
+        default=AUTO,
+        description="What encodes a tiktoken encoding; the tokens are the same whichever does. "
+        "'auto': fastokens (about 10x faster on prose) when installed and it passes a self-check "
+        "against tiktoken, else tiktoken with a warning; 'tiktoken'; 'fastokens'; or "
+        "'package.module:Class' naming an fw_assets.tokenizing.backends.EncoderBackend subclass.",
+    )
     workers: int = Field(
         default=0,
         description="Encoding processes; 0 means one per core this process may use (its CPU "
@@ -36,7 +44,9 @@ class TokenizerResource(dg.ConfigurableResource):
     )
 
     def spec(self) -> TokenizerSpec:
-        return TokenizerSpec(self.kind, self.name, self.eod_token or None)  # type: ignore[arg-type]
+        return TokenizerSpec(
+            self.kind, self.name, self.eod_token or None, self.backend  # type: ignore[arg-type]
+        )
 
     def worker_count(self) -> int:
         if self.workers < 0:

@@ -27,6 +27,7 @@ from fw_assets.lib.sql import load_sql
 from fw_assets.lib.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, as_token_dtype
+from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 
 # The statements run here, for the code version of `tokenized`.
@@ -107,6 +108,7 @@ def tokenize_buckets(
     con: duckdb.DuckDBPyConnection,
     buckets: list[BucketInput],
     encoder: ParallelEncoder,
+    oracle: OracleSample,
     token_dtype: np.dtype,
     batch_rows: int,
     progress: TokenProgress,
@@ -118,7 +120,9 @@ def tokenize_buckets(
     """Write every document of each bucket as `<prefix>.bin`, `.idx` and `.docs.parquet`, in id order.
 
     `scratch` (an unpublished folder) holds one bucket's scratch files at a time, about the size
-    of its tokens. `progress` counts what is encoded; `log` gets a line per bucket on its ordering.
+    of its tokens. `oracle` compares its sample of the documents with tiktoken as they are encoded
+    (TokenMismatch on a difference). `progress` counts what is encoded; `log` gets a line per
+    bucket on its ordering.
     """
     written = {}
     for bucket in buckets:
@@ -127,7 +131,7 @@ def tokenize_buckets(
             began = time.monotonic()
             blank = BlankTexts()
             documents, tokens = _encode_in_read_order(
-                con, bucket, files, encoder, token_dtype, batch_rows, progress, where, blank
+                con, bucket, files, encoder, oracle, token_dtype, batch_rows, progress, where, blank
             )
             progress.add(blank.documents, 0)
             encoded = time.monotonic()
@@ -162,6 +166,7 @@ def _encode_in_read_order(
     bucket: BucketInput,
     files: ScratchFiles,
     encoder: ParallelEncoder,
+    oracle: OracleSample,
     token_dtype: np.dtype,
     batch_rows: int,
     progress: TokenProgress,
@@ -178,7 +183,7 @@ def _encode_in_read_order(
         reader = cursor.sql(load_sql("documents_to_tokenize"), params=parameters).to_arrow_reader(batch_rows)
         batches = _complete_batches(reader, con, bucket.files, where, blank)
         try:
-            return _write_scratch(batches, files, encoder, token_dtype, progress)
+            return _write_scratch(batches, files, encoder, oracle, token_dtype, progress, where)
         except BrokenProcessPool as error:
             raise RuntimeError(
                 f"{where}: a tokenizer worker process died (killed for memory?). Fewer workers "
@@ -190,10 +195,13 @@ def _write_scratch(
     batches: Iterator[pa.RecordBatch],
     files: ScratchFiles,
     encoder: ParallelEncoder,
+    oracle: OracleSample,
     token_dtype: np.dtype,
     progress: TokenProgress,
+    where: str,
 ) -> tuple[int, int]:
-    """Encode the batches' texts; append the tokens and each document's keys in the same order."""
+    """Encode the batches' texts, compare the oracle's sample of them; append the tokens and each
+    document's keys in the same order."""
     for_texts, for_keys = tee(batches)  # buffers at most the batches in flight in the encoder
     documents = tokens = 0
     with (
@@ -202,6 +210,7 @@ def _write_scratch(
     ):
         encoded = encoder.encode(batch.column("text").to_pylist() for batch in for_texts)
         for batch, result in zip(for_keys, encoded):
+            oracle.compare(batch, result, where)
             tokens_out.write(memoryview(as_token_dtype(result.tokens, token_dtype)))
             ends = tokens + np.cumsum(result.lengths)
             keys = [

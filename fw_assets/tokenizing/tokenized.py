@@ -30,6 +30,7 @@ from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.lib.indexed_dataset import optimal_token_dtype
+from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.reconciliation import (
     RECONCILIATION_SQL,
@@ -46,6 +47,8 @@ from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tok
 SQL = (*STEPS_SQL, *RECONCILIATION_SQL)
 MODULES = (
     *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "steps", "reconciliation")),
+    "fw_assets.tokenizing.backends",
+    "fw_assets.tokenizing.oracle",
     "fw_assets.lib.indexed_dataset",
     "fw_assets.lib.doc_index",
 )
@@ -70,7 +73,9 @@ def tokenized(
 ) -> Events:
     dump = context.partition_key
     spec = tokenizer.spec()
-    identity = spec.load().identity()  # loads it here first: a bad configuration fails at once
+    # here first, without its backend (the workers load that): a bad configuration fails at once
+    loaded = spec.reference().load()
+    identity = loaded.identity()
     name = identity["name"]
     token_dtype = optimal_token_dtype(identity["vocab_size"])
     workers, batch_rows = tokenizer.worker_count(), tokenizer.batch_rows()
@@ -84,16 +89,22 @@ def tokenized(
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
         total = sum(b.documents for b in buckets)
-        context.log.info(
-            f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
-            f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes"
-        )
-        progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
         with ParallelEncoder(spec, workers) as encoder, warehouse.connect(staging.path) as con:
+            backend_name, version, warning = encoder.backend()
+            if warning:
+                context.log.warning(f"Dump {dump}: {warning}")
+            backend = f"{backend_name} {version}"
+            context.log.info(
+                f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
+                f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes, "
+                f"encoded by {backend}"
+            )
+            progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
+            oracle = OracleSample(loaded.oracle(), backend, total)
             # scratch files stay inside staging: never published, deleted with it whatever happens
             written = tokenize_buckets(
-                con, buckets, encoder, token_dtype, batch_rows, progress, context.log.info, dump,
-                scratch=staging.path / "scratch",
+                con, buckets, encoder, oracle, token_dtype, batch_rows, progress, context.log.info,
+                dump, scratch=staging.path / "scratch",
             )
             sidecars = {
                 b: docs_path(staging.path / b / dump) if b in written and written[b].documents else None
@@ -115,6 +126,9 @@ def tokenized(
                 written, identity, str(token_dtype), workers, time.monotonic() - started,
                 tokenizer_dir(storage.output_root, name),
             ),
+            "tokenizer_backend": backend,
+            "tiktoken_checked_documents": oracle.checked,
+            "tiktoken_checked_share": round(oracle.share, 6),
             **warehouse.cores_metadata(),  # the DuckDB threads ordering the keys; usable_cores
         }
     )

