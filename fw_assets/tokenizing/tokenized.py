@@ -7,8 +7,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.asset_checks import ContractReport, Events, check_specs
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.layout import (
     dedup_path,
@@ -21,6 +21,7 @@ from fw_assets.layout import (
     tokenizer_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
@@ -28,16 +29,11 @@ from fw_assets.partitions import PER_DUMP
 from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
+from fw_assets.tokenizing.checks import TOKENIZED_CHECK_SPECS
+from fw_assets.tokenizing.contract import RECONCILIATION_SQL, check_tokenized, kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.lib.indexed_dataset import optimal_token_dtype
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
-from fw_assets.tokenizing.reconciliation import (
-    RECONCILIATION_SQL,
-    TOKENIZED_CHECKS,
-    check_tokenized,
-    kept_per_bucket,
-)
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tokenize_buckets
 
@@ -46,7 +42,7 @@ from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tok
 # itself is configuration: its identity names the output folder and is recorded in every run.
 SQL = (*STEPS_SQL, *RECONCILIATION_SQL)
 MODULES = (
-    *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "steps", "reconciliation")),
+    *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "steps", "contract")),
     "fw_assets.tokenizing.backends",
     "fw_assets.tokenizing.oracle",
     "fw_assets.lib.indexed_dataset",
@@ -59,7 +55,7 @@ MODULES = (
     deps=[bucketed, deduplicated],
     code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
-    check_specs=check_specs("tokenized", TOKENIZED_CHECKS),
+    check_specs=TOKENIZED_CHECK_SPECS,
     description="Each bucket of the dump as Megatron-LM token files: "
     "`tokenized/<tokenizer>/<bucket>/<dump>.bin` + `.idx` (one sequence per document, EOD appended, "
     "documents in id order) and `.docs.parquet` (document index -> source id, token count); "

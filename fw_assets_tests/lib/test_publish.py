@@ -139,7 +139,7 @@ def test_an_exception_at_any_rename_puts_back_every_rename_already_done(tmp_path
 KILLED_PUBLISHER = """
 import os, signal, sys
 from pathlib import Path
-from fw_assets_tests.test_publish import NEW, publish_generation
+from fw_assets_tests.lib.test_publish import NEW, publish_generation
 real_rename, after = os.rename, int(sys.argv[2])
 calls = []
 def rename_then_die(src, dst):

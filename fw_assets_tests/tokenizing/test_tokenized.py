@@ -27,12 +27,12 @@ from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.reconciliation import kept_per_bucket
+from fw_assets.tokenizing.contract import kept_per_bucket
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size, writable_copy
-from fw_assets_tests.test_token_files import parse_index, write_tiny_tokenizer_json
+from fw_assets_tests.lib.test_indexed_dataset import parse_index, write_tiny_tokenizer_json
 from fw_assets_tests.extras import extra_module
 
 DUMP = SAMPLE_DUMPS[0]

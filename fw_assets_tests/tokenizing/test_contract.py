@@ -1,4 +1,4 @@
-"""The tokens' contract (fw_assets.tokenizing.reconciliation) fails when it should: every rule of
+"""The tokens' contract (fw_assets.tokenizing.contract) fails when it should: every rule of
 `tokenized.reconciliation` on a tampered docs sidecar (from the session's `tokenized_sample`), and
 `tokenized` refusing decisions that do not trace back to the published bucketed generation."""
 
@@ -14,7 +14,7 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.layout import dedup_path, docs_path, generation_record_path, publication_name, token_prefix
 from fw_assets.policy import SEED_POLICY
-from fw_assets.tokenizing.reconciliation import check_tokenized
+from fw_assets.tokenizing.contract import check_tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS

@@ -1,4 +1,4 @@
-"""`tokenized.reconciliation`: per bucket, the token files hold exactly the ids the dump's dedup
+"""The tokenizing stage's contract, no Dagster. `tokenized.reconciliation`: per bucket, the token files hold exactly the ids the dump's dedup
 decisions keep (no near-duplicate tokenized, no kept document lost)."""
 
 from collections.abc import Mapping
