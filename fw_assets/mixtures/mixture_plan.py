@@ -91,6 +91,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
             check_epochs(plan, figures, config.max_epochs),
             *curriculum,
         ], kind="Recipe")
+        _log_warnings(context, report)
         yield from report.refuse_if_blocked()
         freshness = freshness_markdown(rows, curriculum)
         text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
@@ -112,9 +113,19 @@ def _plan(name: str, root: Path, log: Log) -> tuple[MixturePlan, dict, dict]:
             lengths = view_lengths(plan)
             figures = {stage.name: member_figures(stage, lengths) for stage in plan.stages}
     except RecipeError as error:
-        raise dg.Failure(f"Recipe {name}: {error}. Nothing was published; the recipe's previous "
-                         "plan and indexes are unchanged.") from error
+        # the recipe's message first, and only it: its trace would bury it under Dagster's
+        raise dg.Failure(f"{error}. Nothing was published for recipe {name}: its previous plan and "
+                         "indexes are unchanged.") from None
     return plan, records, figures
+
+
+def _log_warnings(context: dg.AssetExecutionContext, report: ContractReport) -> None:
+    """A failed non-blocking check, also in the run's log at WARNING: Dagster logs check results at
+    DEBUG, which the CLI and the run's default log view leave out."""
+    for outcome in report.outcomes:
+        if not outcome.passed and not outcome.blocks:
+            problems = "; ".join(v.describe() for v in outcome.violations)
+            context.log.warning(f"Recipe {report.dump}: check {outcome.check.name} warns: {problems}")
 
 
 def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path) -> dict[Path, Path | None]:
