@@ -31,6 +31,7 @@ from fw_assets.mixtures.contract import (
     member_figures,
     source_stages,
 )
+from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, RecipeError, load_recipe
@@ -66,7 +67,7 @@ class MixturePlanConfig(dg.Config):
 
 @dg.asset(
     **PER_RECIPE,
-    deps=[ALL_DUMPS_TOKENIZED],
+    deps=[ALL_DUMPS_TOKENIZED, mixture_inputs],
     code_version=code_version(sql=SQL, modules=MODULES),
     check_specs=MIXTURE_PLAN_CHECK_SPECS,
     kinds={"json", "yaml"},
@@ -98,7 +99,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
         used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
         staging.publish(
             _moves(root, name, plan, text, staging.path),
-            {"recipe": str(plan.recipe.path), "fingerprint": plan.fingerprint,
+            {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
              "tokenized_generations": {dump: records[dump]["generation"] for dump in used}},
         )
     yield report.materialization(_metadata(plan, figures, text, freshness, root))

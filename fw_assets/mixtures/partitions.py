@@ -2,6 +2,7 @@
 `$FW_MIXTURES_DIR/*.yaml`, found when the code location loads (a new file needs a reload, as a new
 dump folder does). A recipe in `$FW_MIXTURES_DIR` with a shipped recipe's stem replaces it."""
 
+import hashlib
 import logging
 from pathlib import Path
 
@@ -54,6 +55,19 @@ def recipe_file(recipe: str) -> Path:
             f"{settings.MIXTURES_DIR_ENV}={settings.mixtures_dir()}; nothing was published."
         )
     return files[recipe]
+
+
+def refuse_an_edited_recipe(recipe: str, plan_record: dict) -> None:
+    """A plan is made from its recipe's bytes: refuse to build over it once they changed."""
+    path = recipe_file(recipe)
+    planned = plan_record["contents"].get("recipe_sha256")
+    now = hashlib.sha256(path.read_bytes()).hexdigest()
+    if planned != now:
+        raise dg.Failure(
+            f"Recipe {recipe}: the plan is stale, {path} changed since it was planned (sha256 "
+            f"{(planned or 'not recorded')[:12]}, now {now[:12]}). Materialize the plan again "
+            f"(--select 'mixture_plan*' --partition {recipe}). Nothing was published."
+        )
 
 
 recipe_partitions = dg.StaticPartitionsDefinition(sorted(current_recipe_files()))
