@@ -177,11 +177,14 @@ class IndexedDatasetReader:
             raise ValueError(f"{path}: unknown dtype code {code}")
 
     def _map_tokens(self) -> np.ndarray:
-        """A `.bin` holds exactly the tokens its `.idx` describes, unless it is a link: then the
-        `.idx` is a view of some of the linked file's documents, which must lie within it."""
+        """A `.bin` holds exactly the tokens its `.idx` describes, unless it is a link (a hard
+        link, as the mixtures' views pin the tokens they read, or a symbolic one): then the `.idx`
+        may be a view of some of the linked file's documents, which must lie within it."""
         path = bin_path(self.prefix)
-        actual = path.stat().st_size
-        if path.is_symlink() and len(self):
+        status = path.stat()
+        actual = status.st_size
+        linked = path.is_symlink() or status.st_nlink > 1
+        if linked and len(self) and actual != self.token_count * self.dtype.itemsize:
             ends = self.sequence_pointers + self.sequence_lengths.astype(np.int64) * self.dtype.itemsize
             if int(ends.max()) > actual or int(self.sequence_pointers.min()) < 0:
                 raise ValueError(f"{path}: {actual} bytes, the view's index points up to byte {int(ends.max())}")
