@@ -181,6 +181,7 @@ def test_a_recipe_mistake_fails_the_run_with_the_recipes_own_message_first(demo_
     assert failure.step_failure_data.error.cause is None  # no second trace of the RecipeError below it
 
 
+@pytest.mark.e2e
 def test_the_clis_last_lines_start_with_the_recipes_message(tmp_path, dagster_home):
     """Through `dagster asset materialize`, as a user runs it: the last error block is the
     recipe's message and one stack, no RecipeError trace after it."""
