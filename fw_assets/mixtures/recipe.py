@@ -189,8 +189,9 @@ def _refuse_anchors(path: Path, data: bytes) -> None:
     of a few lines must not grow into billions of values (a "billion laughs")."""
     for event in yaml.parse(data, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise RecipeError(path, "(file)", f"uses a YAML anchor or alias (&{event.anchor} / *{event.anchor}) at "
-                              f"line {event.start_mark.line + 1}: write the values out, recipes may not repeat parts of themselves")
+            raise RecipeError(path, "(file)", f"uses a YAML anchor or alias (&{event.anchor} / *{event.anchor}) "
+                              f"at line {event.start_mark.line + 1}: write the values out, recipes may not "
+                              "repeat parts of themselves")
 
 
 def _check_stages(recipe: Recipe) -> None:
