@@ -12,6 +12,7 @@ plans printed.
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -45,6 +46,8 @@ SAMPLE_SOURCE = Path("data/sample/fineweb-edu")
 SAMPLE_OUTPUT = Path("data/sample/fineweb")
 DEMO_RECIPE = "demo"  # fw_assets/mixtures/demo.yaml, over the two default sample dumps
 CURRICULUM_RECIPE = "curriculum"  # fw_assets/mixtures/curriculum.yaml: three phases, six stages
+# the settings a printed command carries, so that it reads what the demo wrote from a fresh shell
+PRINTED_SETTINGS = (settings.SOURCE_DIR_ENV, settings.OUTPUT_DIR_ENV, settings.MIXTURES_DIR_ENV)
 
 
 def demo_environment() -> dict[str, str]:
@@ -53,6 +56,13 @@ def demo_environment() -> dict[str, str]:
     env.setdefault(settings.SOURCE_DIR_ENV, str((REPO / SAMPLE_SOURCE).resolve()))
     env.setdefault(settings.OUTPUT_DIR_ENV, str((REPO / SAMPLE_OUTPUT).resolve()))
     return env
+
+
+def command_line(env: dict[str, str], *args: str) -> str:
+    """A command to paste into a fresh shell: the demo's settings, then this Python (the venv the
+    demo ran in) with `args`."""
+    assignments = [f"{name}={shlex.quote(env[name])}" for name in PRINTED_SETTINGS if env.get(name)]
+    return " ".join([*assignments, shlex.quote(sys.executable), *map(shlex.quote, args)])
 
 
 def ensure_sample_dumps(source: Path, dumps: list[str], rows: int) -> None:
@@ -107,11 +117,11 @@ def dedup_summary(output: Path, dumps: list[str]) -> tuple[str, str | None]:
     return table(header, rows), example
 
 
-def mixture_summary(output: Path) -> str:
+def mixture_summary(output: Path, env: dict[str, str]) -> str:
     """The demo recipe's plan: its stages, then each stage's sources and Megatron-LM flags."""
     stages = planned_stages(read_plan(output, DEMO_RECIPE))
-    parts = [f"\nmixture {DEMO_RECIPE} (python -m fw_assets.mixtures explain {DEMO_RECIPE} --sample N):",
-             stage_table(stages)]
+    explain = command_line(env, "-m", "fw_assets.mixtures", "explain", DEMO_RECIPE, "--sample", "0")
+    parts = [f"\nmixture {DEMO_RECIPE}\nthe documents of its training sample 0:  {explain}", stage_table(stages)]
     for stage in stages:
         parts += [source_table(stage, member_figures(stage)),
                   f"Megatron-LM flags of stage {stage.name}:\n{megatron_args_text(stage)}"]
@@ -151,13 +161,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"tokenized:      {tokens}.bin|.idx|.docs.parquet")
     print(f"dedup:          {dedup_path(output, '<dump>')} (one decision per bucketed id)")
     print(f"mixture:        {mixture_dir(output, DEMO_RECIPE)}/ (plan.json, report.md, cache/)")
-    print("run history:    open the UI with: dagster dev -w workspace.yaml\n")
+    ui = command_line(env, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"))
+    print(f"run history:    open the UI with:  cd {shlex.quote(str(REPO))} && {ui}\n")
     print(bucket_summary(output, args.dumps))
     drops, example = dedup_summary(output, args.dumps)
     print(f"\nnear-duplicates (tokenized holds the kept documents only):\n{drops}")
     if example:
-        print(f"\nwhy one was dropped:  python -m fw_assets.dedup explain '{example}'")
-    print(mixture_summary(output))
+        print(f"\nwhy one was dropped:  {command_line(env, '-m', 'fw_assets.dedup', 'explain', example)}")
+    print(mixture_summary(output, env))
     print(curriculum_summary(output))
 
 

@@ -205,7 +205,7 @@ def views_dir(output_root: Path, recipe: str) -> Path:
 
 def view_prefix(output_root: Path, recipe: str, stage: str, bucket: str, dump: str) -> Path:
     """A stage's view of one token file: its own `.idx` and `.docs.parquet` listing some of the
-    file's documents, and `.bin` a link to the file's (the prefix still ends in `<bucket>/<dump>`)."""
+    file's documents, and `.bin` a hard link to the file's (the prefix still ends in `<bucket>/<dump>`)."""
     return views_dir(output_root, recipe) / stage / bucket / dump
 
 

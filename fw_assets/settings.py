@@ -11,10 +11,14 @@ SENSOR_SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
 DEDUP_SCOPE_ENV = "FW_DEDUP_SCOPE"
 DEDUP_SCOPES = ("across_dumps", "within_dump", "off")
 MIXTURES_DIR_ENV = "FW_MIXTURES_DIR"
+MAX_MEMORY_ENV = "FW_MIXTURE_MAX_MEMORY_GIB"
+MAX_DISK_ENV = "FW_MIXTURE_MAX_DISK_GIB"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
 DEFAULT_SENSOR_SETTLE_SECONDS = 600
+DEFAULT_MAX_MEMORY_GIB = 16.0  # one stage's index build: leaves 8 GiB of a 24 GiB host
+DEFAULT_MAX_DISK_GIB = 256.0  # a recipe's caches and views (fineweb_edu_1t needs about 9)
 
 
 def source_dir() -> Path:
@@ -31,6 +35,26 @@ def mixtures_dir() -> Path | None:
     """A folder of mixture recipes (`*.yaml`) besides the shipped ones; None when unset."""
     value = os.environ.get(MIXTURES_DIR_ENV, "").strip()
     return Path(value) if value else None
+
+
+def mixture_limits() -> tuple[float, float]:
+    """(GiB of memory one stage's index build may take, GiB of disk a recipe's caches and views may
+    take): a recipe implying more is refused when it is planned."""
+    return (env_gib(MAX_MEMORY_ENV, DEFAULT_MAX_MEMORY_GIB), env_gib(MAX_DISK_ENV, DEFAULT_MAX_DISK_GIB))
+
+
+def env_gib(name: str, default: float) -> float:
+    """A positive number of GiB from the environment, with a clear error when it is not one."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        gib = float(value)
+    except ValueError:
+        gib = float("nan")
+    if not gib > 0 or gib == float("inf"):
+        raise ValueError(f"{name}={value!r}: expected a positive number of GiB")
+    return gib
 
 
 def sensor_interval_seconds() -> int:

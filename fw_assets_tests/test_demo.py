@@ -1,6 +1,7 @@
 """The README's first command: the demo runs every stage of every sample dump, builds the demo
 mixture over them, and says where it went."""
 
+import os
 import subprocess
 import sys
 
@@ -38,3 +39,16 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
         assert row in finished.stdout  # the curriculum's stage table: context grows phase by phase
     assert (output / "mixtures" / "curriculum" / "shares.png").is_file()
     assert list((output / "mixtures" / "curriculum" / "packed" / "long").glob("part-*.parquet"))
+    assert_printed_commands_work(finished.stdout, tmp_path)
+
+
+def assert_printed_commands_work(stdout: str, folder) -> None:
+    """Each `python -m fw_assets…` command the demo prints, pasted into a fresh shell (none of the
+    FW_ variables set) in the same folder, runs and finds what the demo published."""
+    fresh = {name: value for name, value in os.environ.items() if not name.startswith("FW_")}
+    commands = [line.split(":  ", 1)[1] for line in stdout.splitlines() if ":  " in line and " -m fw_assets." in line]
+    assert {"fw_assets.dedup explain", "fw_assets.mixtures explain"} <= {" ".join(c.split(" -m ")[1].split()[:2]) for c in commands}
+    for command in commands:
+        pasted = subprocess.run(["bash", "-c", command], env=fresh, cwd=folder, capture_output=True, text=True, timeout=300)
+        assert pasted.returncode == 0, f"{command}\n{pasted.stdout[-2000:]}{pasted.stderr[-2000:]}"
+        assert "dropped" in pasted.stdout or '"documents"' in pasted.stdout or "kept" in pasted.stdout, pasted.stdout

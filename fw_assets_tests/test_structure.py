@@ -94,7 +94,7 @@ def asset_modules() -> dict[str, object]:
     """Each asset of the definitions that runs code, with the module that defines it."""
     found = {}
     for asset in defs.assets:
-        if isinstance(asset, dg.AssetSpec):  # external: no code, no code version
+        if isinstance(asset, (dg.AssetSpec, dg.SourceAsset)):  # external or observed: no code version
             continue
         function = asset.op.compute_fn.decorated_fn
         found[asset.key.to_user_string()] = importlib.import_module(function.__module__)

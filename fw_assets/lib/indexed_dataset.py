@@ -177,19 +177,28 @@ class IndexedDatasetReader:
             raise ValueError(f"{path}: unknown dtype code {code}")
 
     def _map_tokens(self) -> np.ndarray:
-        """A `.bin` holds exactly the tokens its `.idx` describes, unless it is a link: then the
-        `.idx` is a view of some of the linked file's documents, which must lie within it."""
+        """A `.bin` holds exactly the tokens its `.idx` describes, unless the `.idx` is a view of
+        some of a larger file's documents (its `.bin` a link to that file's, hard as the mixtures'
+        views pin their tokens, or symbolic): then they must lie within it."""
         path = bin_path(self.prefix)
-        actual = path.stat().st_size
-        if path.is_symlink() and len(self):
+        status = path.stat()
+        actual, expected = status.st_size, self.token_count * self.dtype.itemsize
+        linked = path.is_symlink() or status.st_nlink > 1
+        if actual != expected and len(self) and (linked or not self._laid_out_whole()):
             ends = self.sequence_pointers + self.sequence_lengths.astype(np.int64) * self.dtype.itemsize
             if int(ends.max()) > actual or int(self.sequence_pointers.min()) < 0:
                 raise ValueError(f"{path}: {actual} bytes, the view's index points up to byte {int(ends.max())}")
-        elif actual != self.token_count * self.dtype.itemsize:
-            raise ValueError(f"{path}: {actual} bytes, the index describes {self.token_count * self.dtype.itemsize}")
+        elif actual != expected:
+            raise ValueError(f"{path}: {actual} bytes, the index describes {expected}")
         if actual == 0:  # numpy cannot map an empty file
             return np.empty(0, self.dtype)
         return np.memmap(path, dtype=self.dtype, mode="r")
+
+    def _laid_out_whole(self) -> bool:
+        """True when the documents lie end to end from byte 0, as in a file's own index (a view
+        left as the only link to its tokens lists them in another order)."""
+        ends = self.sequence_pointers[:-1] + self.sequence_lengths[:-1].astype(np.int64) * self.dtype.itemsize
+        return int(self.sequence_pointers[0]) == 0 and bool(np.array_equal(ends, self.sequence_pointers[1:]))
 
     @property
     def document_count(self) -> int:

@@ -20,6 +20,7 @@ Two locks per name, both `flock`s (released by the kernel when a process dies, h
 therefore sees one generation from start to end, and a writer waits for readers before it renames.
 """
 
+import errno
 import fcntl
 import json
 import os
@@ -52,8 +53,7 @@ def _flock(path: Path, mode: int, log: Log | None, waiting_for: str) -> Iterator
     """Hold `flock(mode)` on `path`; say once what we wait for when someone else holds it.
 
     A blocking flock is interrupted by Ctrl-C or SIGTERM (Dagster turns both into an exception)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock_file:
+    with _open_lock(path) as lock_file:
         try:
             fcntl.flock(lock_file, mode | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -64,6 +64,18 @@ def _flock(path: Path, mode: int, log: Log | None, waiting_for: str) -> Iterator
             yield
         finally:
             fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
+def _open_lock(path: Path):
+    """The lock file, created if need be; on a read-only output an existing one opened for reading
+    (flock needs no write access), so that readers still read and a writer fails where it writes."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a")
+    except OSError as error:
+        if error.errno != errno.EROFS or not path.exists():
+            raise
+        return open(path)
 
 
 def _lock_path(output_root: Path, name: str, kind: str = "") -> Path:

@@ -16,7 +16,7 @@ from fw_assets.mixtures.checks import MEGATRON_INDEXES_CHECK_SPECS
 from fw_assets.mixtures.contract import blend_errors, check_blend_error
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.mixture_plan import mixture_plan
-from fw_assets.mixtures.partitions import PER_RECIPE
+from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import blend_report, blend_table
@@ -50,6 +50,7 @@ def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesC
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with published_generation(root, publication_name("mixture_plan", name), name, log) as plan_record:
         stages, tokenizer = _planned_stages(name, root, plan_record)
+        refuse_an_edited_recipe(name, plan_record)
         workers = config.workers or usable_cores()
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),

@@ -4,6 +4,8 @@ every stage's views under `mixtures/<recipe>/`, published together."""
 
 import base64
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -19,7 +21,7 @@ from fw_assets.layout import (
     views_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.publish import Log, staged_publication
+from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.checks import MIXTURE_PLAN_CHECK_SPECS
@@ -31,9 +33,10 @@ from fw_assets.mixtures.contract import (
     member_figures,
     source_stages,
 )
+from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
-from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, RecipeError, load_recipe
+from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, Recipe, RecipeError, load_recipe
 from fw_assets.mixtures.report import (
     freshness_markdown,
     megatron_args_block,
@@ -66,7 +69,7 @@ class MixturePlanConfig(dg.Config):
 
 @dg.asset(
     **PER_RECIPE,
-    deps=[ALL_DUMPS_TOKENIZED],
+    deps=[ALL_DUMPS_TOKENIZED, mixture_inputs],
     code_version=code_version(sql=SQL, modules=MODULES),
     check_specs=MIXTURE_PLAN_CHECK_SPECS,
     kinds={"json", "yaml"},
@@ -82,39 +85,58 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
         writing_step(context, root, PLAN_SPACE),
         staged_publication(root, publication_name("mixture_plan", name), name, log) as staging,
     ):
-        plan, records, figures = _plan(name, root, log)
-        rows = source_stages(plan)
-        curriculum = curriculum_outcomes(plan, rows)
-        report = ContractReport(name, "mixture_plan", [
-            check_token_files(plan, records, root),
-            check_sample_counts(plan),
-            check_epochs(plan, figures, config.max_epochs),
-            *curriculum,
-        ], kind="Recipe")
-        yield from report.refuse_if_blocked()
-        freshness = freshness_markdown(rows, curriculum)
-        text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
-        used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
-        staging.publish(
-            _moves(root, name, plan, text, staging.path),
-            {"recipe": str(plan.recipe.path), "fingerprint": plan.fingerprint,
-             "tokenized_generations": {dump: records[dump]["generation"] for dump in used}},
-        )
+        with _recipe_mistakes(name):
+            recipe = load_recipe(recipe_file(name))
+        # the token files stay the generations the plan reads until its views link them
+        with tokenized_generations(root, recipe.tokenizer, log) as records:
+            with _recipe_mistakes(name):
+                plan, figures = _plan(recipe, root, records)
+            rows = source_stages(plan)
+            curriculum = curriculum_outcomes(plan, rows)
+            report = ContractReport(name, "mixture_plan", [
+                check_token_files(plan, records, root),
+                check_sample_counts(plan),
+                check_epochs(plan, figures, config.max_epochs),
+                *curriculum,
+            ], kind="Recipe")
+            _log_warnings(context, report)
+            yield from report.refuse_if_blocked()
+            freshness = freshness_markdown(rows, curriculum)
+            text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
+            used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
+            staging.publish(
+                _moves(root, name, plan, text, staging.path),
+                {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
+                 "tokenized_generations": {dump: records[dump]["generation"] for dump in used}},
+            )
     yield report.materialization(_metadata(plan, figures, text, freshness, root))
 
 
-def _plan(name: str, root: Path, log: Log) -> tuple[MixturePlan, dict, dict]:
-    """The plan of recipe `name` over the token files published now, read under their locks."""
+def _plan(recipe: Recipe, root: Path, records: dict) -> tuple[MixturePlan, dict]:
+    """The plan of `recipe` over the token files of `records`, and each stage's figures."""
+    plan = plan_mixture(recipe, root, sorted(records))
+    lengths = view_lengths(plan)
+    return plan, {stage.name: member_figures(stage, lengths) for stage in plan.stages}
+
+
+@contextmanager
+def _recipe_mistakes(name: str) -> Iterator[None]:
+    """A mistake in the recipe fails the step with the recipe's own message first, and only it:
+    its trace would bury the message under Dagster's."""
     try:
-        recipe = load_recipe(recipe_file(name))
-        with tokenized_generations(root, recipe.tokenizer, log) as records:
-            plan = plan_mixture(recipe, root, sorted(records))
-            lengths = view_lengths(plan)
-            figures = {stage.name: member_figures(stage, lengths) for stage in plan.stages}
+        yield
     except RecipeError as error:
-        raise dg.Failure(f"Recipe {name}: {error}. Nothing was published; the recipe's previous "
-                         "plan and indexes are unchanged.") from error
-    return plan, records, figures
+        raise dg.Failure(f"{error}. Nothing was published for recipe {name}: its previous plan and "
+                         "indexes are unchanged.") from None
+
+
+def _log_warnings(context: dg.AssetExecutionContext, report: ContractReport) -> None:
+    """A failed non-blocking check, also in the run's log at WARNING: Dagster logs check results at
+    DEBUG, which the CLI and the run's default log view leave out."""
+    for outcome in report.outcomes:
+        if not outcome.passed and not outcome.blocks:
+            problems = "; ".join(v.describe() for v in outcome.violations)
+            context.log.warning(f"Recipe {report.dump}: check {outcome.check.name} warns: {problems}")
 
 
 def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path) -> dict[Path, Path | None]:

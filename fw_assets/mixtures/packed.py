@@ -13,7 +13,7 @@ from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.packing import write_packed
-from fw_assets.mixtures.partitions import PER_RECIPE
+from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, refuse_a_stale_plan, tokenized_generations
@@ -46,6 +46,7 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
         published_generation(root, publication_name("megatron_indexes", name), name, log) as indexes_record,
     ):
         plan, stages = _built_plan(name, root, plan_record, indexes_record)
+        refuse_an_edited_recipe(name, plan_record)
         if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
             _remove_an_earlier_export(name, root, log)
             log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")

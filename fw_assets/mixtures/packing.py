@@ -41,7 +41,11 @@ def write_packed(stage: StagePlan, cache_dir: Path, out_dir: Path, rows_per_file
         stop = min(start + rows_per_file, rows)
         tokens, starts = zip(*(_sample_tokens(samples, i) for i in range(start, stop)))
         path = out_dir / f"part-{part:06d}.parquet"
-        pq.write_table(_rows(np.stack(tokens).astype(np.int32), starts, stage.seq_length), path, compression="zstd")
+        table = _rows(np.stack(tokens).astype(np.int32), starts, stage.seq_length)
+        try:
+            pq.write_table(table, path, compression="zstd")
+        except OSError as error:  # Arrow's error has the errno, not the file: name it
+            raise OSError(error.errno, error.strerror or str(error), str(path)) from error
         written.append(path)
     return written
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fw_assets import layout
+from fw_assets import layout, settings
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_dataset import MAX_DATASETS
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import (
@@ -129,6 +129,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
     cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
     stages, views = [], []
     pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
+    limits = SizeLimits(recipe, *settings.mixture_limits())
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
@@ -137,12 +138,14 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
                          for name, found in files.items()}
             shares = source_shares(recipe.sources, available, stage.temperature)
             members = _members(recipe, shares, available)
+            limits.check(phase, stage, members, train_samples + sum(valid_test))
             selections = _stage_views(recipe, output_root, data_root, pools, phase, stage, members, train_samples)
             members = tuple(Member(s.view, m.weight) for s, m in zip(selections, members))
             views += selections
         else:
             shares = source_shares(recipe.sources, files, stage.temperature)
             members = _members(recipe, shares, files)
+            limits.check(phase, stage, members, train_samples + sum(valid_test))
         _check_splits_have_documents(recipe, members, cache)
         data_args = str(layout.data_args_path(data_root, recipe.name, stage.name))
         args = _megatron_args(recipe, phase, sum(sample_counts), transitions, data_args, cache_dir)
@@ -151,6 +154,35 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
                                 cache, data_args, args))
     fingerprint = _fingerprint(recipe, stages)
     return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint, tuple(views))
+
+
+class SizeLimits:
+    """What a recipe implies, figured from its sample counts and the token files' counts before
+    anything is allocated: the memory of one stage's index build (the largest part of which is also
+    its cache on disk) and the disk of every stage's cache and views, each against its limit."""
+
+    def __init__(self, recipe: Recipe, memory_gib: float, disk_gib: float) -> None:
+        self.recipe, self.memory_gib, self.disk_gib = recipe, memory_gib, disk_gib
+        self.disk = 0
+
+    def check(self, phase: Phase, stage: Stage, members: tuple[Member, ...], samples: int) -> None:
+        """`samples`: the stage's train, valid and test samples together."""
+        built = samples_per_dataset(normalize([float(m.weight) for m in members]), samples, DATASET_SURPLUS)
+        # per member: document_index (4 bytes a document per epoch), sample_index (16) and
+        # shuffle_index (8) per sample; per blend sample 10 bytes (dataset and sample index)
+        slots = sum(m.file.documents * -(-(count * phase.seq_length + 1) // max(m.file.tokens, 1))
+                    for m, count in zip(members, built))
+        memory = 4 * slots + 24 * sum(built) + 10 * samples
+        self.disk += memory + (48 * slots if self.recipe.fresh_documents else 0)  # a view lists each document slot
+        key = f"phases[{self.recipe.phases.index(phase)}].tokens"
+        for what, needed, limit, env in (("memory", memory, self.memory_gib, settings.MAX_MEMORY_ENV),
+                                         ("disk", self.disk, self.disk_gib, settings.MAX_DISK_ENV)):
+            if needed > limit * 2**30:
+                raise RecipeError(self.recipe.path, key, (
+                    f"stage {stage.name}: {samples:,} samples of {phase.seq_length} tokens need about "
+                    f"{needed / 2**30:,.1f} GiB of {what} for Megatron's indexes"
+                    f"{' and views' if what == 'disk' and self.recipe.fresh_documents else ''}, over the limit of "
+                    f"{limit:g} GiB ({env}): lower the tokens, or raise the limit if this host has it"))
 
 
 def _stage_views(recipe: Recipe, output_root: Path, data_root: Path, pools: DocumentPools, phase: Phase,

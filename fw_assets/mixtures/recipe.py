@@ -3,7 +3,9 @@ module). `load_recipe` parses and checks one; every mistake is a `RecipeError` n
 the key.
 """
 
+import hashlib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,12 @@ from fw_assets.policy import SEED_POLICY
 NULL_TOKENIZER_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"
 DEFAULT_SEED = 1234
 EXPORTS = ("packed",)
+# Recipe stems, tokenizer, source and phase names become folder and file names: one strict pattern,
+# checked when the recipe is read, so that no path is built from a name like `../demo/main`.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+NAME_RULE = f"must match {NAME_PATTERN.pattern} and hold no '..' (it becomes a path; no path is built from another name)"
+# Megatron's GPTDataset keeps offsets into documents in int32: a sample longer than that cannot be addressed.
+MAX_SEQ_LENGTH = 2**31 - 2
 
 
 class RecipeError(ValueError):
@@ -24,6 +32,17 @@ class RecipeError(ValueError):
     def __init__(self, path: Path, key: str, problem: str) -> None:
         super().__init__(f"recipe {path}: {key}: {problem}")
         self.path, self.key, self.problem = path, key, problem
+
+
+def is_safe_name(name: str) -> bool:
+    """True when `name` may become a folder or file name (see NAME_PATTERN)."""
+    return NAME_PATTERN.fullmatch(name) is not None and ".." not in name
+
+
+def _checked_name(path: Path, key: str, name: str) -> str:
+    if not is_safe_name(name):
+        raise RecipeError(path, key, f"{name!r} {NAME_RULE}")
+    return name
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,7 @@ class Recipe:
     megatron: MegatronSettings
     fresh_documents: bool = False  # each stage reads its own subset of every prefix (a view)
     export: tuple[str, ...] = ()  # extra outputs: "packed"
+    sha256: str = ""  # of the file's bytes as read: part of the plan's identity
 
     def stages(self) -> list[tuple[Phase, Stage]]:
         gbs = self.megatron.global_batch_size
@@ -137,8 +157,11 @@ class Recipe:
 def load_recipe(path: Path) -> Recipe:
     """Parse and check `path`; the recipe's name is the file's stem."""
     path = Path(path)
+    _checked_name(path, "(file name)", path.stem)
     try:
-        document = yaml.safe_load(path.read_text())
+        data = path.read_bytes()
+        _refuse_anchors(path, data)
+        document = yaml.safe_load(data)
     except (OSError, yaml.YAMLError) as error:
         raise RecipeError(path, "(file)", f"cannot be read as YAML: {error}") from error
     fields = _Fields(path, document, "(top level)")
@@ -146,18 +169,29 @@ def load_recipe(path: Path) -> Recipe:
     recipe = Recipe(
         name=path.stem,
         path=path,
-        tokenizer=fields.text("tokenizer"),
+        tokenizer=_checked_name(path, "tokenizer", fields.text("tokenizer")),
         sources=_sources(path, fields.mapping("sources")),
         phases=_phases(path, fields.sequence("phases")),
         megatron=_megatron(_Fields(path, fields.mapping("megatron"), "megatron")),
         fresh_documents=fields.flag("fresh_documents"),
         export=_export(fields),
+        sha256=hashlib.sha256(data).hexdigest(),
     )
     _check_stages(recipe)
     names = [stage.name for _, stage in recipe.stages()]
     if len(set(names)) != len(names):
         raise RecipeError(path, "phases", f"stage names repeat: {names}")
     return recipe
+
+
+def _refuse_anchors(path: Path, data: bytes) -> None:
+    """Refuse anchors and aliases from the parser's events, before anything is expanded: a recipe
+    of a few lines must not grow into billions of values (a "billion laughs")."""
+    for event in yaml.parse(data, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise RecipeError(path, "(file)", f"uses a YAML anchor or alias (&{event.anchor} / *{event.anchor}) "
+                              f"at line {event.start_mark.line + 1}: write the values out, recipes may not "
+                              "repeat parts of themselves")
 
 
 def _check_stages(recipe: Recipe) -> None:
@@ -181,6 +215,7 @@ def _sources(path: Path, sources: dict) -> tuple[Source, ...]:
     parsed = []
     for name, spec in sources.items():
         key = f"sources.{name}"
+        _checked_name(path, key, str(name))
         fields = _Fields(path, spec, key)
         fields.only({"buckets", "dumps", "weight"})
         buckets = tuple(str(b) for b in fields.sequence("buckets"))
@@ -209,10 +244,14 @@ def _phases(path: Path, phases: list) -> tuple[Phase, ...]:
         max_epochs = fields.number("max_epochs", required=False)
         if max_epochs is not None and not max_epochs > 0:
             raise RecipeError(path, f"phases[{i}].max_epochs", "must be positive")
+        seq_length = fields.positive_int("seq_length")
+        if seq_length > MAX_SEQ_LENGTH:
+            raise RecipeError(path, f"phases[{i}].seq_length", f"{seq_length} tokens: Megatron's int32 sample "
+                              f"index addresses samples of at most {MAX_SEQ_LENGTH} tokens")
         phase = Phase(
-            name=fields.text("name"),
+            name=_checked_name(path, f"phases[{i}].name", fields.text("name")),
             tokens=fields.positive_int("tokens"),
-            seq_length=fields.positive_int("seq_length"),
+            seq_length=seq_length,
             temperature=_temperature(fields),
             min_doc_tokens=fields.positive_int("min_doc_tokens") if "min_doc_tokens" in fields.values else 0,
             max_epochs=max_epochs,

@@ -9,14 +9,16 @@ documents and none is used more than ⌈demand / supply⌉ times. Validation and
 held out of every train split: a file's documents are split once, in their ranked order, by the
 run's `--split` shares, and each view ends with the held-out documents its own split sizes ask
 for (Megatron splits a prefix by position). A view is an `.idx` in Megatron's
-format listing the chosen documents, its `.bin` a relative link to the file's, and a
+format listing the chosen documents, its `.bin` a hard link to the file's (the planned tokens, kept), and a
 `.docs.parquet` sidecar with their source ids (`explain` reads it as for any prefix).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -159,22 +161,31 @@ def _enough(count: int, needed: int, train, splits) -> bool:
 
 
 def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Path]:
-    """Write the view's `.idx`, `.docs.parquet` and `.bin` link at `prefix` (default: its own
-    path; a staging folder to publish it by rename). The link is relative to the view's own
-    path, so it resolves once published, and when the output tree is mounted elsewhere."""
-    final = Path(selection.view.path)
-    prefix = final if prefix is None else Path(prefix)
+    """Write the view's `.idx`, `.docs.parquet` and `.bin` at `prefix` (default: its own path; a
+    staging folder to publish it by rename). The `.bin` is a hard link to the token file's: the
+    view keeps the very tokens it was planned on when the dump is re-tokenized (a new file renamed
+    over the old one), for as long as a published plan holds it; it costs no space, the file being
+    freed with the last plan that links it. A copy where a link cannot cross filesystems."""
+    prefix = Path(selection.view.path) if prefix is None else Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     original = Path(selection.file.path)
     reader = IndexedDatasetReader(original)
-    link = layout.bin_path(prefix)
-    link.unlink(missing_ok=True)
-    os.symlink(os.path.relpath(layout.bin_path(original), final.parent), link)
+    _pin(layout.bin_path(original), layout.bin_path(prefix))
     write_view_index(prefix, reader, selection.documents)
     ids = read_document_index(original)["id"].combine_chunks().take(pa.array(selection.documents))
     with DocumentIndexWriter(prefix) as docs:
         docs.add(ids, reader.sequence_lengths[selection.documents])
     return layout.token_files(prefix)
+
+
+def _pin(tokens: Path, view_tokens: Path) -> None:
+    view_tokens.unlink(missing_ok=True)
+    try:
+        os.link(tokens, view_tokens)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        shutil.copyfile(tokens, view_tokens)
 
 
 def view_lengths(plan: MixturePlan) -> dict[str, np.ndarray]:

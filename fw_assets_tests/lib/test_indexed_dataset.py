@@ -1,5 +1,6 @@
 """Megatron IndexedDataset files: the bytes, parsed by hand against the spec, and a reader round trip."""
 
+import os
 import struct
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from fw_assets.lib.indexed_dataset import (
     IndexedDatasetReader,
     IndexedDatasetWriter,
     optimal_token_dtype,
+    write_view_index,
 )
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.extras import extra_module
@@ -189,3 +191,18 @@ def test_megatron_reads_our_files_and_writes_the_same_bytes(token_case, tmp_path
     for suffix in (".bin", ".idx"):
         ours, megatrons = (tmp_path / f"{name}{suffix}" for name in ("ours", "megatron"))
         assert ours.read_bytes() == megatrons.read_bytes()
+
+
+def test_a_view_reads_the_tokens_it_links_after_the_file_is_replaced(tmp_path):
+    """A view's `.bin` is a hard link to the file it lists documents of; once that file is
+    replaced by a new one (a re-tokenize), the view may be the last link to the old tokens."""
+    with IndexedDatasetWriter(tmp_path / "tokens", np.int32) as writer:
+        for document in ([1, 2, 3], [4, 5], [6, 7, 8, 9]):
+            add_document(writer, np.array(document))
+    write_view_index(tmp_path / "view", IndexedDatasetReader(tmp_path / "tokens"), np.array([2, 1]))
+    os.link(tmp_path / "tokens.bin", tmp_path / "view.bin")
+    with IndexedDatasetWriter(tmp_path / "new", np.int32) as writer:
+        add_document(writer, np.array([10, 11]))
+    os.replace(tmp_path / "new.bin", tmp_path / "tokens.bin")
+    view = IndexedDatasetReader(tmp_path / "view")
+    assert [view[0].tolist(), view[1].tolist()] == [[6, 7, 8, 9], [4, 5]]

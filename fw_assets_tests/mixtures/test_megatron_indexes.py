@@ -4,18 +4,27 @@ refused with nothing changed."""
 
 import filecmp
 import shutil
+import subprocess
 
+import dagster as dg
 import numpy as np
+import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._core.definitions.observe import observe
+from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from fw_assets.layout import mixture_cache_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
+from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import published_tree
-from fw_assets_tests.mixtures.materialized import RECIPE_NAME, build, tokenize
-from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
 from fw_assets_tests.extras import extra_module
+from fw_assets_tests.helpers import published_tree, resources, writable_copy
+from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, tokenize, write_recipe
+from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
+from fw_assets_tests.test_output_disk import mount
 
 
 def test_megatron_reads_the_assets_cache_builds_nothing_and_gets_the_same_samples(demo_built, tmp_path):
@@ -50,3 +59,91 @@ def test_indexes_refuse_a_plan_made_before_a_dump_was_retokenized(demo_built, sa
     assert f"re-tokenized since it was made: {SAMPLE_DUMPS[0]}" in failure.step_failure_data.error.message
     assert published_tree(output) == before
     assert build(sample_source, output).success  # the plan again, then the indexes
+
+
+def test_indexes_refuse_a_plan_made_from_other_recipe_bytes(demo_built, sample_source, tmp_path, monkeypatch):
+    output = tmp_path / "copy"
+    shutil.copytree(demo_built[0], output)
+    recipe = write_recipe(tmp_path / "recipes", RECIPE)
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(recipe.parent))
+    assert build(sample_source, output, [mixture_plan]).success
+    recipe.write_text(recipe.read_text().replace("seed: 1234", "seed: 1235"))
+    before = published_tree(output)
+    result = build(sample_source, output, [megatron_indexes])
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_failure_data.error.message.startswith(
+        f"dagster._core.definitions.events.Failure: Recipe demo: the plan is stale, {recipe} changed since it was planned")
+    assert published_tree(output) == before
+
+
+def test_the_plan_shows_stale_once_its_recipe_or_a_token_file_changes(demo_built, sample_source, tmp_path, monkeypatch):
+    """The recipe's bytes and the token generations are mixture_inputs' data version: the plan
+    records the one it was made from, and a later observation of another one makes it stale."""
+    output = tmp_path / "copy"
+    shutil.copytree(demo_built[0], output)
+    recipe = write_recipe(tmp_path / "recipes", RECIPE)
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(recipe.parent))
+    with dg.DagsterInstance.ephemeral() as instance:
+        def plan_status():
+            observe([mixture_inputs], instance=instance, resources=resources(sample_source, output))
+            resolver = get_stale_status_resolver(instance, [mixture_inputs, mixture_plan])
+            return resolver.get_status(mixture_plan.key, RECIPE_NAME)
+
+        plan_status()
+        assert build(sample_source, output, [mixture_plan], instance=instance).success
+        assert plan_status() == StaleStatus.FRESH
+        recipe.write_text(recipe.read_text() + "# edited\n")
+        assert plan_status() == StaleStatus.STALE
+        assert build(sample_source, output, [mixture_plan], instance=instance).success
+        assert plan_status() == StaleStatus.FRESH
+        tokenize(sample_source, output, SAMPLE_DUMPS[0], assets=[tokenized])
+        assert plan_status() == StaleStatus.STALE
+
+
+def _fill(disk, leave: int) -> None:
+    free = shutil.disk_usage(disk).free
+    with open(disk / "filler", "wb") as filler:
+        filler.write(b"\0" * max(free - leave, 0))
+
+
+@pytest.mark.e2e
+def test_a_full_disk_names_the_path_and_space_and_keeps_the_published_indexes(demo_built, sample_source, tmp_path):
+    output = tmp_path / "disk"
+    output.mkdir()
+    mount("-t", "tmpfs", "-o", "size=48m", "tmpfs", str(output))
+    try:
+        writable_copy(demo_built[0], output / "out")
+        assert build(sample_source, output / "out", [mixture_plan]).success
+        before = published_tree(output / "out")
+        _fill(output, 16 * 1024)
+        result = build(sample_source, output / "out", [megatron_indexes])
+        message = result.failure_data_for_node("megatron_indexes").user_failure_data.description
+        for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes ran out of disk space writing {output}/out/.staging/",
+                         "needs about", "is free now", "the previous output is unchanged"):
+            assert expected in message, message
+        (output / "filler").unlink()
+        assert published_tree(output / "out") == before
+        assert not list((output / "out" / ".staging").glob("megatron_indexes-*/cache"))  # nothing half-written kept
+    finally:
+        subprocess.run(["umount", "-l", str(output)], check=False)
+
+
+@pytest.mark.e2e
+def test_a_read_only_output_names_the_path_and_keeps_the_published_indexes(demo_built, sample_source, tmp_path):
+    output = tmp_path / "disk"
+    output.mkdir()
+    mount("-t", "tmpfs", "-o", "size=48m", "tmpfs", str(output))
+    try:
+        writable_copy(demo_built[0], output / "out")
+        assert build(sample_source, output / "out", [mixture_plan]).success
+        before = published_tree(output / "out")
+        mount("-o", "remount,ro", str(output))
+        result = build(sample_source, output / "out", [megatron_indexes])
+        message = result.failure_data_for_node("megatron_indexes").user_failure_data.description
+        for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes cannot write {output}/out/.staging/",
+                         "Read-only file system", "the previous output is unchanged"):
+            assert expected in message, message
+        assert published_tree(output / "out") == before
+    finally:
+        subprocess.run(["umount", "-l", str(output)], check=False)

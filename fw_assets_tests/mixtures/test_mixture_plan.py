@@ -4,6 +4,10 @@ and failed blocking checks refused with nothing changed."""
 
 import copy
 import json
+import logging
+import shutil
+import subprocess
+import sys
 
 import dagster as dg
 import pytest
@@ -21,8 +25,9 @@ from fw_assets.layout import (
 )
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
+from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import published_tree
 from fw_assets_tests.mixtures.materialized import (
     CURRICULUM_NAME,
@@ -156,3 +161,50 @@ def test_a_phase_read_beyond_max_epochs_blocks_the_plan(curriculum_built, sample
     assert all(p.removeprefix("file plan.json: ").split(":")[0].endswith(" in refine")
                for p in max_epochs.metadata["problems"].value)
     assert {p: p.read_bytes() for p in published} == published  # nothing published changed
+
+
+def _unknown_bucket(folder):
+    recipe = copy.deepcopy(RECIPE)
+    recipe["sources"]["top"]["buckets"] = ["4.7"]
+    path = write_recipe(folder, recipe)
+    return path, f"recipe {path}: sources.top.buckets[0]: unknown bucket '4.7'"
+
+
+def test_a_recipe_mistake_fails_the_run_with_the_recipes_own_message_first(demo_built, sample_source, tmp_path,
+                                                                           monkeypatch):
+    output, _, _ = demo_built
+    path, message = _unknown_bucket(tmp_path / "bad")
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(path.parent))
+    result = build(sample_source, output, [mixture_plan])
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_failure_data.user_failure_data.description.startswith(message)
+    assert failure.step_failure_data.error.cause is None  # no second trace of the RecipeError below it
+
+
+@pytest.mark.e2e
+def test_the_clis_last_lines_start_with_the_recipes_message(tmp_path, dagster_home):
+    """Through `dagster asset materialize`, as a user runs it: the last error block is the
+    recipe's message and one stack, no RecipeError trace after it."""
+    path, message = _unknown_bucket(tmp_path / "recipes")
+    env = {**subprocess_env(tmp_path / "source", tmp_path / "output", dagster_home), MIXTURES_DIR_ENV: str(path.parent)}
+    finished = subprocess.run([sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+                               "--select", "mixture_plan", "--partition", RECIPE_NAME],
+                              env=env, capture_output=True, text=True, timeout=300)
+    assert finished.returncode != 0
+    printed = finished.stdout + finished.stderr
+    last_error = printed[printed.rindex("dagster._core.definitions.events.Failure: "):]
+    assert last_error.removeprefix("dagster._core.definitions.events.Failure: ").startswith(message)
+    assert "RecipeError" not in last_error and "caused by" not in last_error
+
+
+def test_a_warning_check_is_logged_as_a_warning(demo_built, sample_source, tmp_path):
+    """The demo recipe reads `top` more than BUILD_CONFIG's max_epochs: the `epochs` check warns,
+    and the run's log says so at WARNING, where the CLI and the UI show it."""
+    output = tmp_path / "copy"
+    shutil.copytree(demo_built[0], output)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = build(sample_source, output, [mixture_plan], instance=instance)
+        assert result.success
+        warnings = [entry.user_message for entry in instance.all_logs(result.run_id)
+                    if entry.level == logging.WARNING]
+    assert any(m.startswith("Recipe demo: check epochs warns: ") and "source top" in m for m in warnings), warnings

@@ -40,3 +40,12 @@ def test_the_mixture_assets_stay_out_of_the_dump_chain():
         assert asset.partitions_def != dump_partitions
         mapping = asset.get_partition_mapping(tokenized.key)
         assert isinstance(mapping, dg.AllPartitionMapping)
+
+
+def test_a_recipe_file_named_like_a_path_is_not_made_a_partition(tmp_path, caplog):
+    write_recipe(tmp_path, RECIPE)
+    (tmp_path / "..yaml").write_text("tokenizer: x\n")
+    with caplog.at_level(logging.WARNING):
+        found = recipe_files(shipped_recipes_dir(), tmp_path)
+    assert ".." not in found and found["demo"] == tmp_path / "demo.yaml"
+    assert f"{tmp_path / '..yaml'} is not loaded" in caplog.text

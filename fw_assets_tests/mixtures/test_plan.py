@@ -11,6 +11,7 @@ import pytest
 from fw_assets.layout import docs_path
 from fw_assets.mixtures.megatron.utils import normalize
 from fw_assets.mixtures.recipe import RecipeError
+from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
 from fw_assets_tests.mixtures.curriculum import CURRICULUM, WEIGHTS
 from fw_assets_tests.mixtures.curriculum import plan as plan_curriculum
 from fw_assets_tests.mixtures.one_phase import DUMPS, RECIPE, mutate, plan
@@ -188,3 +189,19 @@ def test_curriculum_recipe_errors(tmp_path, plenty, scarce):
     recipe["export"] = "zip"
     with pytest.raises(RecipeError, match="export: 'zip'"):
         plan_curriculum(tmp_path, plenty, recipe)
+
+
+def test_a_recipe_over_the_memory_limit_is_refused_before_anything_is_allocated(tmp_path, output_root):
+    """4e12 tokens in samples of 100: 4e10 samples, hundreds of GiB of sample index."""
+    with pytest.raises(RecipeError) as error:
+        plan(tmp_path, output_root, mutate(["phases", 0, "tokens"], 4_000_000_000_000))
+    assert error.value.key == "phases[0].tokens"
+    assert "of memory" in error.value.problem and f"limit of 16 GiB ({MAX_MEMORY_ENV})" in error.value.problem
+
+
+def test_size_limits_are_settings(tmp_path, output_root, monkeypatch):
+    monkeypatch.setenv(MAX_DISK_ENV, "0.0001")
+    with pytest.raises(RecipeError, match=f"of disk .* over the limit of 0.0001 GiB \\({MAX_DISK_ENV}\\)"):
+        plan(tmp_path, output_root)
+    monkeypatch.setenv(MAX_DISK_ENV, "1")
+    assert plan(tmp_path, output_root).stages

@@ -48,3 +48,56 @@ def test_every_shape_moves_from_start_to_end(shape):
     assert 1.0 < temperatures[-1] < temperatures[0] < 2.0
     assert temperatures[0] == SCHEDULE_SHAPES[shape](2.0, 1.0, 0.5 / 8)
     assert SCHEDULE_SHAPES[shape](2.0, 1.0, 0.0) == 2.0 and math.isclose(SCHEDULE_SHAPES[shape](2.0, 1.0, 1.0), 1.0)
+
+
+def _recipe_file(tmp_path, recipe: dict, stem: str = "mix"):
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("change, key", [
+    (lambda r: r["phases"][0].update(name="../demo/main"), "phases[0].name"),
+    (lambda r: r["phases"][0].update(name=".."), "phases[0].name"),
+    (lambda r: r["phases"][0].update(name="a/b"), "phases[0].name"),
+    (lambda r: r["sources"].update({"../x": r["sources"].pop("top")}), "sources.../x"),
+    (lambda r: r.update(tokenizer="../../etc"), "tokenizer"),
+])
+def test_names_that_become_paths_are_refused_when_the_recipe_is_read(tmp_path, change, key):
+    recipe = copy.deepcopy(CURRICULUM)
+    change(recipe)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(_recipe_file(tmp_path, recipe))
+    assert error.value.key == key and "[A-Za-z0-9]" in error.value.problem and "no path" in error.value.problem
+
+
+@pytest.mark.parametrize("stem", ["..", ".hidden", "-x"])
+def test_a_recipe_file_whose_stem_is_not_a_name_is_refused(tmp_path, stem):
+    with pytest.raises(RecipeError) as error:
+        load_recipe(_recipe_file(tmp_path, CURRICULUM, stem))
+    assert error.value.key == "(file name)"
+
+
+def test_yaml_anchors_and_aliases_are_refused_before_expanding(tmp_path):
+    """A billion laughs: nine levels of nine aliases would expand to 10^9 strings."""
+    lines = ['a0: &a0 "lol"'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecipeError) as error:
+        load_recipe(path)
+    assert error.value.key == "(file)" and "anchor" in error.value.problem and "line 1" in error.value.problem
+
+
+@pytest.mark.parametrize("change, key, problem", [
+    (lambda r: r["phases"][0].update(seq_length=2**31), "phases[0].seq_length", "int32"),
+    (lambda r: r["phases"][0].update(tokens=0), "phases[0].tokens", "positive"),
+    (lambda r: r["phases"][0].update(tokens=-5), "phases[0].tokens", "positive"),
+    (lambda r: r["megatron"].update(global_batch_size=0), "megatron.global_batch_size", "positive"),
+    (lambda r: [s.update(weight=0) for s in r["sources"].values()], "sources", "zero"),
+])
+def test_absurd_values_are_refused_by_name(tmp_path, change, key, problem):
+    recipe = copy.deepcopy(CURRICULUM)
+    change(recipe)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(_recipe_file(tmp_path, recipe))
+    assert error.value.key == key and problem in error.value.problem

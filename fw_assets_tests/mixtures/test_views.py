@@ -4,19 +4,29 @@ drawn by id and seed."""
 
 import copy
 import math
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from fw_assets.layout import views_dir
+from fw_assets.layout import token_files, token_prefix, views_dir
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.views import write_views
-from fw_assets_tests.mixtures.curriculum import CURRICULUM, DUMPS, member_samples, plan, train_ids, view_ids
+from fw_assets_tests.mixtures.curriculum import (
+    CURRICULUM,
+    DUMPS,
+    member_samples,
+    plan,
+    train_ids,
+    view_ids,
+    write_tree,
+)
+from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 
 def test_views_are_fresh_and_one_epoch_long(tmp_path, plenty):
@@ -27,7 +37,7 @@ def test_views_are_fresh_and_one_epoch_long(tmp_path, plenty):
     evaluated: dict[tuple[str, str], set[str]] = {}
     for selection in mixture.views:
         bin_file = Path(selection.view.path + ".bin")
-        assert bin_file.is_symlink() and bin_file.resolve() == Path(selection.file.path + ".bin").resolve()
+        assert bin_file.samefile(selection.file.path + ".bin")  # the planned tokens themselves
         ids = train_ids(selection)
         key = (selection.file.bucket, selection.file.dump)
         assert not trained.setdefault(key, set()) & set(ids), f"{selection.stage} rereads {key}"
@@ -103,3 +113,25 @@ def test_views_are_drawn_by_id_and_seed(tmp_path, plenty):
     recipe["megatron"]["seed"] = 10
     other = plan(tmp_path, plenty, recipe)
     assert not np.array_equal(first.views[0].documents, other.views[0].documents)
+
+
+def test_views_keep_the_tokens_they_were_planned_on_after_a_retokenize(tmp_path):
+    """A dump re-tokenized with other decisions is published by rename over the token files the
+    plan read (as `tokenized` publishes): every view document still reads the planned tokens."""
+    root = write_tree(tmp_path / "out", {"4.0": 600, "3.5": 600, "3.0": 600})
+    mixture = plan(tmp_path, root)
+    write_views(mixture)
+    planned = {}
+    for selection in mixture.views:
+        reader = IndexedDatasetReader(Path(selection.file.path))
+        planned.setdefault(selection.file.path, [np.array(reader[d]) for d in range(len(reader))])
+    rng = np.random.default_rng(11)
+    for bucket in ("3.0", "3.5", "4.0"):
+        staged = write_token_file(tmp_path / "retokenized", "synthetic", bucket, DUMPS[0],
+                                  document_lengths(rng, 500, 40), 50_000, rng)
+        for new, old in zip(token_files(staged), token_files(token_prefix(root, "synthetic", bucket, DUMPS[0]))):
+            os.replace(new, old)
+    for selection in mixture.views:
+        reader = IndexedDatasetReader(Path(selection.view.path))
+        tokens = planned[selection.file.path]
+        assert all(np.array_equal(reader[k], tokens[d]) for k, d in enumerate(selection.documents)), selection.view.path

@@ -15,25 +15,25 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.layout import bucket_dump_dir, bucketed_files, publication_name, dedup_path
+from fw_assets.layout import token_files, token_prefix
 from fw_assets.lib.cores import usable_cores
+from fw_assets.lib.doc_index import read_document_index
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.policy import SEED_POLICY
 from fw_assets.resources import DuckDBSteps
 from fw_assets.synthetic import int_scores, write_sample_dump
-from fw_assets.policy import SEED_POLICY
-from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.tokenizing.contract import kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-from fw_assets.layout import token_files, token_prefix
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.contract import kept_per_bucket
 from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
+from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets_tests.extras import extra_module
 from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size, writable_copy
 from fw_assets_tests.lib.test_indexed_dataset import parse_index, write_tiny_tokenizer_json
-from fw_assets_tests.extras import extra_module
 
 DUMP = SAMPLE_DUMPS[0]
 BUCKETS = [b.name for b in SEED_POLICY.buckets]

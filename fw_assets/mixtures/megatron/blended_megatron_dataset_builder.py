@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,9 @@ def _draw_blend(cache: SplitCache, cache_dir: Path) -> tuple[list[Path], np.ndar
     size = cache.blend["size"]
     dataset_index = np.lib.format.open_memmap(paths[0], mode="w+", dtype=np.int16, shape=(size,))
     dataset_sample_index = np.lib.format.open_memmap(paths[1], mode="w+", dtype=np.int64, shape=(size,))
+    for path in paths:
+        with open(path, "r+b") as file:
+            _claim_space(file, path, path.stat().st_size)
     build_blend_indexes(cache.blend["weights"], dataset_index, dataset_sample_index)
     drawn = np.bincount(dataset_index, minlength=len(cache.members))
     del dataset_index, dataset_sample_index  # flushes and unmaps
@@ -184,6 +188,18 @@ def _save(stem: Path, description: dict, arrays: dict[str, np.ndarray]) -> list[
     paths[0].write_text(description_text(description))
     for kind, array in arrays.items():
         path = Path(f"{stem}-{kind}")
-        np.save(path, array, allow_pickle=True)
+        with open(path, "wb") as file:
+            _claim_space(file, path, array.nbytes)
+            np.save(file, array, allow_pickle=True)
+            file.truncate()  # to np.save's own length: the bytes are np.save(path)'s
         paths.append(path)
     return paths
+
+
+def _claim_space(file, path: Path, size: int) -> None:
+    """Allocate the file's bytes before writing them: a full disk is then an ENOSPC naming the
+    file, not numpy's short write without an errno, nor a SIGBUS in a memory map."""
+    try:
+        os.posix_fallocate(file.fileno(), 0, max(size, 1))
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None

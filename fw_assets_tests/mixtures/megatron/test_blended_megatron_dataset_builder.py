@@ -12,9 +12,9 @@ import numpy as np
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.megatron.gpt_dataset import plan_epochs
+from fw_assets_tests.extras import extra_module
 from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, megatron_build, snapshot
 from fw_assets_tests.mixtures.one_phase import plan
-from fw_assets_tests.extras import extra_module
 
 extra_module("megatron.core", "megatron")
 
