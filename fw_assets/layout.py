@@ -10,6 +10,7 @@
     <output_root>/minhash/<dump>.keys.arrow                minhash: the band keys sorted by key
     <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
+    <output_root>/probe/<probe>/<bucket>/<dump>.parquet    probe_loss: each kept document's loss
     <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, report.md,
                                                            cache/, blend.md, shares.png,
                                                            views/<stage>/<bucket>/<dump>, packed/<stage>/
@@ -167,6 +168,20 @@ def docs_path(prefix: Path) -> Path:
 def token_files(prefix: Path) -> list[Path]:
     """The files of one token output, all published together: `.bin`, `.idx`, `.docs.parquet`."""
     return [bin_path(prefix), idx_path(prefix), docs_path(prefix)]
+
+
+def probe_root(output_root: Path) -> Path:
+    return output_root / "probe"
+
+
+def probe_dir(output_root: Path, probe: str) -> Path:
+    """Every loss one probe computed; the folder is named by the probe (a checked name)."""
+    return probe_root(output_root) / probe
+
+
+def probe_loss_path(output_root: Path, probe: str, bucket: str, dump: str) -> Path:
+    """One probe's losses of one bucket of one dump, row i = document i of its token files."""
+    return probe_dir(output_root, probe) / bucket / f"{dump}.parquet"
 
 
 def shipped_recipes_dir() -> Path:

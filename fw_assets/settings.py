@@ -11,6 +11,8 @@ SENSOR_SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
 DEDUP_SCOPE_ENV = "FW_DEDUP_SCOPE"
 DEDUP_SCOPES = ("across_dumps", "within_dump", "off")
 MIXTURES_DIR_ENV = "FW_MIXTURES_DIR"
+PROBE_MODEL_DIR_ENV = "FW_PROBE_MODEL_DIR"
+PROBE_DEVICE_ENV = "FW_PROBE_DEVICE"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
@@ -31,6 +33,17 @@ def mixtures_dir() -> Path | None:
     """A folder of mixture recipes (`*.yaml`) besides the shipped ones; None when unset."""
     value = os.environ.get(MIXTURES_DIR_ENV, "").strip()
     return Path(value) if value else None
+
+
+def probe_model_dir() -> Path | None:
+    """A local Hugging Face causal LM for `probe_loss`; None (unset): the built-in probe."""
+    value = os.environ.get(PROBE_MODEL_DIR_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def probe_device() -> str:
+    """Where the model probe runs: `cpu` (default) or `cuda` / `cuda:N`."""
+    return os.environ.get(PROBE_DEVICE_ENV, "").strip() or "cpu"
 
 
 def sensor_interval_seconds() -> int:
