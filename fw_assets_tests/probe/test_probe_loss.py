@@ -131,3 +131,57 @@ def test_probe_loss_without_token_files_is_refused_naming_the_dump(sample_source
     result = run_probe(sample_source, tmp_path / "empty", raise_on_error=False)
     error = str(result.get_step_failure_events()[0].event_specific_data.error)
     assert f"Dump {DUMP}: tokenized was never published" in error and "nothing was published" in error
+
+
+def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    from fw_assets_tests.probe.tiny_model import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "tiny-gpt2")
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    probe = ProbeResource(model_dir=str(model), max_tokens=32, batch_tokens=1024)
+    result = run_probe(sample_source, output, probe)
+    (materialization,) = result.asset_materializations_for_node("probe_loss")
+    with published_losses(output, "tiny-gpt2", DUMP) as losses:
+        kept = sum(len(read_document_index(token_prefix(output, CL100K, b, DUMP)))
+                   for b in losses.column("bucket").unique().to_pylist())
+        assert losses.num_rows == kept
+        truncated = losses.column("truncated").to_numpy()
+        assert materialization.metadata["truncated_documents"].value == truncated.sum() > 0
+        assert (losses.column("tokens").to_numpy()[truncated] == 32).all()
+        assert np.isfinite(losses.column("loss").to_numpy()).all()
+    assert materialization.metadata["probe"].value["model_sha256"]
+
+
+def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "README.md").write_text("not weights")
+    result = run_probe(sample_source, output, ProbeResource(model_dir=str(folder)), raise_on_error=False)
+    error = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"{folder} is not a Hugging Face causal language model directory" in error
+    assert "nothing was published" in error and not (output / "probe").exists()
+
+
+def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from fw_assets_tests.probe.tiny_model import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "broken")
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    with torch.no_grad():
+        model.lm_head.weight.fill_(float("nan"))
+    model.save_pretrained(model_dir)
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    probe = ProbeResource(model_dir=str(model_dir), max_tokens=8, batch_tokens=512)
+    result = run_probe(sample_source, output, probe, raise_on_error=False)
+    error = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"Dump {DUMP} failed the probe_loss contract; nothing was published" in error
+    assert "finite_losses: file CC-MAIN-2013-20.parquet, column loss: bucket 2.8:" in error
+    assert "with a NaN or infinite loss (examples: <urn:uuid:" in error
+    assert not (output / "probe").exists()
