@@ -3,6 +3,7 @@
 
     <source_root>/data/<dump>/*.parquet                    the FineWeb-Edu snapshot (read only)
     <source_root>/planted/<dump>.parquet                   generated dumps only: planted copies' ground truth
+    <source_root>/planted/<dump>.probe.parquet             generated dumps only: probe plants' ground truth
     <output_root>/selection/<dump>.parquet                 sampled: every row's decision
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
     <output_root>/minhash/<dump>.parquet                   minhash: band keys and text starts
@@ -38,6 +39,11 @@ def source_dump_dir(source_root: Path, dump: str) -> Path:
 def planted_truth_path(source_root: Path, dump: str) -> Path:
     """Which ids of a generated dump copy which template: beside `data/`, never read as a dump."""
     return source_root / "planted" / f"{dump}.parquet"
+
+
+def planted_probe_truth_path(source_root: Path, dump: str) -> Path:
+    """Which ids of a generated dump are probe plants (gibberish, contract), when it has them."""
+    return source_root / "planted" / f"{dump}.probe.parquet"
 
 
 def staging_root(output_root: Path) -> Path:
