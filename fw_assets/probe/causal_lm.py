@@ -16,7 +16,8 @@ from fw_assets.probe.probes import ProbeSpec
 
 
 class NotAModel(ValueError):
-    """The configured directory holds no loadable causal language model."""
+    """The configured directory holds no loadable causal language model, or none the probe's
+    settings fit."""
 
 
 class CausalLM:
@@ -35,11 +36,29 @@ class CausalLM:
                 "FW_PROBE_MODEL_DIR (or the probe resource's model_dir) at a folder written by "
                 "save_pretrained (config.json, weights, tokenizer files); nothing was published."
             ) from error
+        self.max_tokens, self.batch_tokens = spec.max_tokens, spec.batch_tokens
+        self.prefix = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        self._refuse_a_context_too_short(spec)
+        if spec.device.startswith("cuda") and not torch.cuda.is_available():
+            raise NotAModel(
+                f"Probe {spec.name}: device {spec.device!r} was asked for, but torch sees no CUDA device here "
+                f"(torch {torch.__version__}). Run on a GPU machine with a CUDA build of torch, or set the "
+                "probe's device to 'cpu' (FW_PROBE_DEVICE); nothing was published."
+            )
         self.torch = torch
         self.device = torch.device(spec.device)
         self.model.to(self.device).eval()
-        self.max_tokens, self.batch_tokens = spec.max_tokens, spec.batch_tokens
-        self.prefix = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+
+    def _refuse_a_context_too_short(self, spec: ProbeSpec) -> None:
+        """A position beyond the model's context would fail mid-run (or, on CUDA, corrupt memory)."""
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        needed = spec.max_tokens + (self.prefix is not None)
+        if positions is not None and needed > positions:
+            raise NotAModel(
+                f"Probe {spec.name}: max_tokens {spec.max_tokens} needs {needed} positions (one for the BOS "
+                f"prefix), but the model in {spec.model_dir} has {positions}. Set the probe's max_tokens to "
+                f"at most {positions - (self.prefix is not None)}; nothing was published."
+            )
 
     def score(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per text: tokens scored, summed NLL (nats), UTF-8 bytes of the scored text, truncated."""

@@ -75,3 +75,14 @@ def test_the_identity_is_the_model_directorys_bytes(tiny_model, tmp_path):
     config = copy / "config.json"
     config.write_text(config.read_text() + " ")
     assert ProbeSpec("tiny", copy).identity()["model_sha256"] != digest
+
+
+def test_max_tokens_beyond_the_models_context_is_refused_before_scoring(tiny_model):
+    with pytest.raises(ValueError, match=r"Probe tiny: max_tokens 200 needs 201 positions \(one for the BOS prefix\), but the model .* has 128"):
+        CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=200, batch_tokens=4096))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_cuda_asked_for_without_a_cuda_device_is_refused_clearly(tiny_model):
+    with pytest.raises(ValueError, match="Probe tiny: device 'cuda' was asked for, but torch sees no CUDA device here"):
+        CausalLM(ProbeSpec("tiny", tiny_model, device="cuda", max_tokens=64))
