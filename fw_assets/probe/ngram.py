@@ -12,7 +12,8 @@ it. A dump's losses are relative to that dump's own text: gibberish and unusual 
     Pcont(w) = (N1+(.,w) + ALPHA) / (N1+(.,.) + ALPHA * V)
 
 The first token of a document is predicted from the end-of-document token (the one before it).
-Everything is vectorised numpy: one `searchsorted` per token.
+The seen bigrams' counts sit in an open-addressing hash table; scoring is one compiled loop over
+the tokens (fw_assets.lib.compiled), a table probe each: ~5x a numpy `searchsorted`.
 """
 
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import xxhash
 
-from fw_assets.lib.compiled import pack_pairs
+from fw_assets.lib.compiled import compiled_lazily, pack_pairs
 
 DISCOUNT = 0.75  # D: the usual absolute discount for bigrams
 ALPHA = 0.5  # add-alpha on continuation counts, so a token unseen in the reference has a probability
@@ -36,6 +37,8 @@ PARAMETERS = {
     "reference_groups": REFERENCE_GROUPS,
     "reference_tokens": REFERENCE_TOKENS,
 }
+_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # no bigram packs to this: token ids are below 2^32 - 1
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's top bits pick the slot
 
 
 def reference_halves(ids: list[str]) -> np.ndarray:
@@ -51,8 +54,9 @@ def reference_halves(ids: list[str]) -> np.ndarray:
 class BigramModel:
     """Counts of one reference half, ready to score with."""
 
-    pairs: np.ndarray  # sorted packed (v << 32 | w) bigrams seen
-    pair_counts: np.ndarray  # c(v, w), float64
+    table_keys: np.ndarray  # packed (v << 32 | w) bigrams seen, hashed into 2^table_bits slots
+    table_counts: np.ndarray  # c(v, w) in the same slots
+    table_bits: int
     context_counts: np.ndarray  # c(v), per token id
     followers: np.ndarray  # N1+(v, .), per token id
     continuation: np.ndarray  # Pcont(w), per token id
@@ -70,20 +74,54 @@ class BigramModel:
         followers = np.bincount(previous, minlength=vocab_size).astype(np.float64)
         seen_after = np.bincount(following, minlength=vocab_size).astype(np.float64)
         continuation = (seen_after + ALPHA) / (len(pairs) + ALPHA * vocab_size)
-        return cls(pairs, counts.astype(np.float64), context_counts, followers, continuation)
+        bits = max(int(np.ceil(np.log2(2 * len(pairs) + 1))), 4)  # at most half full
+        table_keys, table_counts = _hash_table(pairs, counts.astype(np.float64), bits)
+        return cls(table_keys, table_counts, bits, context_counts, followers, continuation)
 
     def negative_log_likelihoods(self, tokens: np.ndarray, previous: np.ndarray) -> np.ndarray:
         """-ln P(token | previous) per token (nats)."""
-        tokens, previous = tokens.astype(np.int64), previous.astype(np.int64)
-        keys = pack_pairs(previous, tokens)
-        at = np.minimum(np.searchsorted(self.pairs, keys), max(len(self.pairs) - 1, 0))
-        seen = self.pairs[at] == keys if len(self.pairs) else np.zeros(len(keys), bool)
-        pair = np.where(seen, self.pair_counts[at] if len(self.pairs) else 0.0, 0.0)
-        context = self.context_counts[previous]
-        continuation = self.continuation[tokens]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            smoothed = (np.maximum(pair - DISCOUNT, 0.0) + DISCOUNT * self.followers[previous] * continuation) / context
-        return -np.log(np.where(context > 0, smoothed, continuation))
+        return _negative_log_likelihoods(
+            np.ascontiguousarray(tokens, np.int64), np.ascontiguousarray(previous, np.int64),
+            self.table_keys, self.table_counts, self.table_bits,
+            self.context_counts, self.followers, self.continuation, DISCOUNT,
+        )
+
+
+@compiled_lazily
+def _hash_table(pairs, counts, bits):
+    keys = np.full(1 << bits, _EMPTY, np.uint64)
+    values = np.zeros(1 << bits, np.float64)
+    mask = (1 << bits) - 1
+    for i in range(len(pairs)):
+        slot = np.int64((pairs[i] * _SPREAD) >> np.uint64(64 - bits))
+        while keys[slot] != _EMPTY:
+            slot = (slot + 1) & mask
+        keys[slot] = pairs[i]
+        values[slot] = counts[i]
+    return keys, values
+
+
+@compiled_lazily
+def _negative_log_likelihoods(tokens, previous, keys, values, bits, context_counts, followers, continuation, discount):
+    nll = np.empty(len(tokens), np.float64)
+    mask = (1 << bits) - 1
+    for i in range(len(tokens)):
+        v, w = previous[i], tokens[i]
+        context = context_counts[v]
+        if context == 0:
+            nll[i] = -np.log(continuation[w])
+            continue
+        key = (np.uint64(v) << np.uint64(32)) | np.uint64(w)
+        slot = np.int64((key * _SPREAD) >> np.uint64(64 - bits))
+        pair = 0.0
+        while keys[slot] != _EMPTY:
+            if keys[slot] == key:
+                pair = values[slot]
+                break
+            slot = (slot + 1) & mask
+        probability = (max(pair - discount, 0.0) + discount * followers[v] * continuation[w]) / context
+        nll[i] = -np.log(probability)
+    return nll
 
 
 def document_losses(
