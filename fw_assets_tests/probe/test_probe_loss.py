@@ -16,7 +16,7 @@ from fw_assets.policy import SEED_POLICY
 from fw_assets.probe.losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
-from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size, writable_copy
 
 DUMP = SAMPLE_DUMPS[0]
@@ -185,3 +185,19 @@ def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published
     assert "finite_losses: file CC-MAIN-2013-20.parquet, column loss: bucket 2.8:" in error
     assert "with a NaN or infinite loss (examples: <urn:uuid:" in error
     assert not (output / "probe").exists()
+
+
+@pytest.mark.e2e
+def test_probe_loss_materializes_from_the_cli(sample_source, tokenized_sample, tmp_path, dagster_home):
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    completed = subprocess.run(
+        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+         "--select", "probe_loss", "--partition", DUMP],
+        env={**subprocess_env(sample_source, output, dagster_home), "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    with published_losses(output, "builtin", DUMP) as losses:
+        assert losses.num_rows == sum(
+            len(read_document_index(token_prefix(output, CL100K, b, DUMP))) for b in losses.column("bucket").unique().to_pylist()
+        )
