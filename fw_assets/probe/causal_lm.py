@@ -27,6 +27,8 @@ class CausalLM:
 
         folder = Path(spec.model_dir)
         try:
+            if not (folder / "config.json").is_file():
+                raise OSError("it has no config.json")
             self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
             self.model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
         except (OSError, ValueError, KeyError) as error:

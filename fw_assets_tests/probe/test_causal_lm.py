@@ -61,7 +61,7 @@ def test_a_folder_that_is_not_a_model_is_refused_naming_it(tmp_path):
     folder = tmp_path / "not-a-model"
     folder.mkdir()
     (folder / "notes.txt").write_text("hello")
-    with pytest.raises(NotAModel, match=f"{folder} is not a Hugging Face causal language model directory"):
+    with pytest.raises(NotAModel, match=f"{folder} is not a Hugging Face causal language model directory \\(OSError: it has no config.json\\)"):
         CausalLM(ProbeSpec("notes", folder))
 
 
