@@ -5,7 +5,8 @@
 
 Runs the chain once, then, each through Dagster in this process: `tokenized` (one encoder
 worker), `probe_loss` with the built-in probe, and `probe_loss` with a model probe (a 1-layer
-GPT-2 built on the spot unless `--model` names one; skipped without the `probe` extra). CPU time
+GPT-2 built on the spot, as the tests build it, unless `--model` names one; skipped without the
+`probe` extra). CPU time
 is this process's and its waited-for children's (the encoder's worker). Prints a markdown table.
 """
 
@@ -16,15 +17,29 @@ import tempfile
 import time
 from pathlib import Path
 
+import dagster as dg
+
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.dedup.minhash import minhash
 from fw_assets.lib.markdown import table
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
+from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import CHAIN, materialize_dump
 
 DUMP = "CC-MAIN-2013-20"
+CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
+
+
+def materialize_dump(source: Path, output: Path, dump: str, assets: list, extra_resources: dict | None = None):
+    storage = FineWebStorage(source_dir=str(source), output_dir=str(output))
+    resources = {"storage": storage, "warehouse": DuckDBSteps(), **(extra_resources or {})}
+    return dg.materialize(assets, partition_key=dump, resources=resources)
 
 
 def cpu_seconds() -> float:
