@@ -6,6 +6,7 @@ the `dump_chain` job (group `probe`): the probe is optional and, with a model, t
 """
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -29,7 +30,14 @@ from fw_assets.probe.checks import PROBE_LOSS_CHECK_SPECS
 from fw_assets.probe.probes import ProbeSpec
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.probe.contract import check_probe
-from fw_assets.probe.steps import STEPS_SQL, BucketDocuments, BucketLosses, score_with_bigrams, score_with_model
+from fw_assets.probe.steps import (
+    STEPS_SQL,
+    BucketDocuments,
+    BucketLosses,
+    score_with_bigrams,
+    score_with_model,
+    tiktoken_byte_lengths,
+)
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.tokenized import tokenized
@@ -82,7 +90,7 @@ def probe_loss(
         buckets = _bucket_documents(root, dump, probe.tokenizer, tokens, bucketed_record, staging.path)
         total = sum(tokens["contents"]["documents"].values())
         log(f"Scoring {dump} ({total:,} documents in {len(buckets)} buckets) with probe {spec.name}")
-        written, reference = _score(spec, buckets, tokens["contents"]["tokenizer"], warehouse, staging.path, dump)
+        written, reference = _score(spec, buckets, tokens["contents"]["tokenizer"], warehouse, staging.path, dump, log)
         report = ContractReport(dump, "probe_loss", check_probe({b.name: (b.prefix, b.output) for b in buckets}))
         yield from report.refuse_if_blocked()
         contents = {
@@ -100,10 +108,10 @@ def _bucket_documents(
 ) -> list[BucketDocuments]:
     """The buckets whose token files hold documents, with their texts and staged loss file."""
     if tokens is None or bucketed_record is None:
-        missing = "tokenized" if tokens is None else "bucketed"
-        record = generation_record_path(root, publication_name("tokenized", tokenizer, dump))
+        missing = ("tokenized", tokenizer, dump) if tokens is None else ("bucketed", dump)
+        record = generation_record_path(root, publication_name(*missing))
         raise dg.Failure(
-            f"Dump {dump}: {missing} was never published for this dump (tokenizer {tokenizer}; no "
+            f"Dump {dump}: {missing[0]} was never published for this dump (tokenizer {tokenizer}; no "
             f"generation record at {record}). Materialize `tokenized` for this dump first; nothing was published."
         )
     texts = recorded_bucket_files(root, bucketed_record)
@@ -115,7 +123,8 @@ def _bucket_documents(
 
 
 def _score(
-    spec: ProbeSpec, buckets: list[BucketDocuments], tokenizer: dict, warehouse: DuckDBSteps, staging: Path, dump: str
+    spec: ProbeSpec, buckets: list[BucketDocuments], tokenizer: dict, warehouse: DuckDBSteps, staging: Path, dump: str,
+    log: Callable[[str], None],
 ) -> tuple[dict[str, BucketLosses], str]:
     """Each bucket's losses, and the built-in probe's reference digest ('' for a model)."""
     if spec.is_builtin:
@@ -124,10 +133,8 @@ def _score(
                 f"Dump {dump}: the built-in probe reads tiktoken token files, but {tokenizer['name']} is a "
                 f"{tokenizer['kind']} tokenizer. Configure the probe's tokenizer or a model directory; nothing was published."
             )
-        from fw_assets.probe.steps import tiktoken_byte_lengths
-
         byte_lengths = tiktoken_byte_lengths(tokenizer["name"], tokenizer["vocab_size"])
-        return score_with_bigrams(buckets, tokenizer["vocab_size"], tokenizer["eod_id"], byte_lengths, lambda n: None)
+        return score_with_bigrams(buckets, tokenizer["vocab_size"], tokenizer["eod_id"], byte_lengths)
     from fw_assets.probe.causal_lm import CausalLM, NotAModel
 
     try:
@@ -135,7 +142,7 @@ def _score(
     except NotAModel as error:
         raise dg.Failure(f"Dump {dump}: {error}") from error
     with warehouse.connect(staging) as con:
-        return score_with_model(con, buckets, model, lambda n: None), ""
+        return score_with_model(con, buckets, model, log), ""
 
 
 def _moves(root: Path, probe: str, dump: str, staging: Path, written: dict[str, BucketLosses]) -> dict[Path, Path | None]:

@@ -104,8 +104,7 @@ class LossWriter(KeepOnSuccess):
 
 
 def score_with_bigrams(
-    buckets: list[BucketDocuments], vocab_size: int, eod_id: int, byte_lengths: np.ndarray,
-    progress: Callable[[int], None],
+    buckets: list[BucketDocuments], vocab_size: int, eod_id: int, byte_lengths: np.ndarray
 ) -> tuple[dict[str, BucketLosses], str]:
     """Fit the two reference models on the dump (fw_assets.probe.ngram) and score every document.
     Returns each bucket's figures and the sha256 of the reference sample's tokens."""
@@ -126,7 +125,6 @@ def score_with_bigrams(
                     nll[in_a] = document_losses(models[1], tokens[np.repeat(in_a, lengths)], lengths[in_a], eod_id)
                 nbytes = np.add.reduceat(byte_lengths[tokens], np.concatenate([[0], np.cumsum(lengths)[:-1]]))
                 out.add(ids, lengths, nll, nbytes, np.zeros(len(lengths), bool))
-                progress(len(lengths))
         written[bucket.name] = BucketLosses(out.documents, out.tokens, 0, time.monotonic() - began)
     return written, digest.hexdigest()
 
@@ -184,7 +182,7 @@ def tiktoken_byte_lengths(encoding_name: str, vocab_size: int) -> np.ndarray:
 
 
 def score_with_model(
-    con: duckdb.DuckDBPyConnection, buckets: list[BucketDocuments], model, progress: Callable[[int], None]
+    con: duckdb.DuckDBPyConnection, buckets: list[BucketDocuments], model, log: Callable[[str], None]
 ) -> dict[str, BucketLosses]:
     """Score each bucket's kept documents (the ids of its token files) with `model` (a
     fw_assets.probe.causal_lm.CausalLM), reading their texts from the bucketed files. The texts
@@ -200,11 +198,11 @@ def score_with_model(
                 texts = batch.column("text").to_pylist()
                 tokens, nll, nbytes, truncated = model.score(texts)
                 scored.append(pa.table({"id": batch.column("id"), "tokens": tokens, "nll": nll, "bytes": nbytes, "truncated": truncated}))
-                progress(batch.num_rows)
         table = pa.concat_tables(scored).sort_by("id") if scored else None
         with LossWriter(bucket.output) as out:
             if table is not None:
                 columns = [table.column(c).to_numpy() for c in ("tokens", "nll", "bytes", "truncated")]
                 out.add(table.column("id").combine_chunks(), *columns)
         written[bucket.name] = BucketLosses(out.documents, out.tokens, out.truncated, time.monotonic() - began)
+        log(f"bucket {bucket.name}: {out.documents:,} documents scored in {time.monotonic() - began:,.1f}s")
     return written
