@@ -22,13 +22,15 @@ from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.packed import packed
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 
 defs = dg.Definitions(
-    assets=[raw, sampled, bucketed, minhash, band_key_index, deduplicated, tokenized, mixture_inputs, mixture_plan,
-            megatron_indexes, packed],
+    assets=[raw, sampled, bucketed, minhash, band_key_index, deduplicated, tokenized, probe_loss,
+            mixture_inputs, mixture_plan, megatron_indexes, packed],
     # A dump's run is a chain whose every step already uses all usable cores (DuckDB threads, the
     # tokenizer's process pool): a process per step would only add a Python + Dagster start per
     # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.
@@ -39,5 +41,6 @@ defs = dg.Definitions(
         "storage": FineWebStorage.from_environment(),
         "warehouse": DuckDBSteps(),
         "tokenizer": TokenizerResource(),
+        "probe": ProbeResource.from_environment(),
     },
 )

@@ -3,6 +3,7 @@
 
     <source_root>/data/<dump>/*.parquet                    the FineWeb-Edu snapshot (read only)
     <source_root>/planted/<dump>.parquet                   generated dumps only: planted copies' ground truth
+    <source_root>/planted/<dump>.probe.parquet             generated dumps only: probe plants' ground truth
     <output_root>/selection/<dump>.parquet                 sampled: every row's decision
     <output_root>/en/<bucket>/<dump>/*.parquet             bucketed (the seed's layout)
     <output_root>/minhash/<dump>.parquet                   minhash: band keys and text starts
@@ -10,6 +11,7 @@
     <output_root>/minhash/<dump>.keys.arrow                minhash: the band keys sorted by key
     <output_root>/dedup/<dump>.parquet                     deduplicated: every id's decision
     <output_root>/tokenized/<tokenizer>/<bucket>/<dump>    tokenized: .bin, .idx, .docs.parquet
+    <output_root>/probe/<probe>/<bucket>/<dump>.parquet    probe_loss: each kept document's loss
     <output_root>/mixtures/<recipe>/                       plan.json, <stage>.data-args.txt, report.md,
                                                            cache/, blend.md, shares.png,
                                                            views/<stage>/<bucket>/<dump>, packed/<stage>/
@@ -37,6 +39,11 @@ def source_dump_dir(source_root: Path, dump: str) -> Path:
 def planted_truth_path(source_root: Path, dump: str) -> Path:
     """Which ids of a generated dump copy which template: beside `data/`, never read as a dump."""
     return source_root / "planted" / f"{dump}.parquet"
+
+
+def planted_probe_truth_path(source_root: Path, dump: str) -> Path:
+    """Which ids of a generated dump are probe plants (gibberish, contract), when it has them."""
+    return source_root / "planted" / f"{dump}.probe.parquet"
 
 
 def staging_root(output_root: Path) -> Path:
@@ -167,6 +174,20 @@ def docs_path(prefix: Path) -> Path:
 def token_files(prefix: Path) -> list[Path]:
     """The files of one token output, all published together: `.bin`, `.idx`, `.docs.parquet`."""
     return [bin_path(prefix), idx_path(prefix), docs_path(prefix)]
+
+
+def probe_root(output_root: Path) -> Path:
+    return output_root / "probe"
+
+
+def probe_dir(output_root: Path, probe: str) -> Path:
+    """Every loss one probe computed; the folder is named by the probe (a checked name)."""
+    return probe_root(output_root) / probe
+
+
+def probe_loss_path(output_root: Path, probe: str, bucket: str, dump: str) -> Path:
+    """One probe's losses of one bucket of one dump, row i = document i of its token files."""
+    return probe_dir(output_root, probe) / bucket / f"{dump}.parquet"
 
 
 def shipped_recipes_dir() -> Path:

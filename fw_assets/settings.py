@@ -13,6 +13,8 @@ DEDUP_SCOPES = ("across_dumps", "within_dump", "off")
 MIXTURES_DIR_ENV = "FW_MIXTURES_DIR"
 MAX_MEMORY_ENV = "FW_MIXTURE_MAX_MEMORY_GIB"
 MAX_DISK_ENV = "FW_MIXTURE_MAX_DISK_GIB"
+PROBE_MODEL_DIR_ENV = "FW_PROBE_MODEL_DIR"
+PROBE_DEVICE_ENV = "FW_PROBE_DEVICE"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
@@ -55,6 +57,17 @@ def env_gib(name: str, default: float) -> float:
     if not gib > 0 or gib == float("inf"):
         raise ValueError(f"{name}={value!r}: expected a positive number of GiB")
     return gib
+
+
+def probe_model_dir() -> Path | None:
+    """A local Hugging Face causal LM for `probe_loss`; None (unset): the built-in probe."""
+    value = os.environ.get(PROBE_MODEL_DIR_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def probe_device() -> str:
+    """Where the model probe runs: `cpu` (default) or `cuda` / `cuda:N`."""
+    return os.environ.get(PROBE_DEVICE_ENV, "").strip() or "cpu"
 
 
 def sensor_interval_seconds() -> int:

@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> None:
         "--paragraph-share", type=float, default=0.0,
         help="share of rows made short pages sharing a boilerplate paragraph",
     )
+    parser.add_argument(
+        "--probe-plant-share", type=float, default=0.0,
+        help="share of rows made top-bucket gibberish pages, and as many contract pages (probe demo)",
+    )
     args = parser.parse_args(argv)
     for dump in args.dumps:
         began = time.perf_counter()
@@ -45,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
             paths = write_sample_dump(
                 args.root, dump, args.rows, args.files, args.seed, args.dup_share,
                 twin_share=args.twin_share, paragraph_share=args.paragraph_share,
+                probe_plant_share=args.probe_plant_share,
             )
         except ValueError as error:
             parser.error(str(error))

@@ -13,7 +13,9 @@ are edited copies of template 2m, again in every dump. Copies of one template ha
 is written beside the data, in `ROOT/planted/<dump>.parquet` (`id`, `template`): the ground truth
 for deduplication tests. Optionally (`paragraph_share`, 0 by default) other rows become short pages
 sharing one of a few boilerplate paragraphs: not copies, but close enough (word 5-gram Jaccard
-about 0.3-0.7) to tempt a MinHash-LSH without verification.
+about 0.3-0.7) to tempt a MinHash-LSH without verification. Optionally (`probe_plant_share`, 0 by
+default) rows become top-bucket gibberish or contract pages for the probe demo
+(fw_assets.synthetic.probe_plants).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.layout import planted_truth_path, source_dump_dir
+from fw_assets.layout import planted_probe_truth_path, planted_truth_path, source_dump_dir
+from fw_assets.synthetic import probe_plants
 
 DEFAULT_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 DEFAULT_ROWS = 5_000
@@ -126,12 +129,13 @@ def write_sample_dumps(
     dup_share: float = DEFAULT_DUP_SHARE,
     twin_share: float = DEFAULT_TWIN_SHARE,
     paragraph_share: float = 0.0,
+    probe_plant_share: float = 0.0,
 ) -> dict[str, list[Path]]:
     """Write several sample dumps under `root/data/`; returns the files written per dump."""
     return {
         dump: write_sample_dump(
             root, dump, rows_per_dump, files_per_dump, seed, dup_share,
-            twin_share=twin_share, paragraph_share=paragraph_share,
+            twin_share=twin_share, paragraph_share=paragraph_share, probe_plant_share=probe_plant_share,
         )
         for dump in dumps
     }
@@ -147,24 +151,26 @@ def write_sample_dump(
     row_group_size: int = ROW_GROUP_SIZE,
     twin_share: float = DEFAULT_TWIN_SHARE,
     paragraph_share: float = 0.0,
+    probe_plant_share: float = 0.0,
 ) -> list[Path]:
     """Write one dump as `root/data/<dump>/train-{i:05d}-of-{files:05d}.parquet`; returns the paths.
 
     Files are written atomically, in order; stale `train-*.parquet` files of an earlier run with
     another file count are removed afterwards. The planted copies' ground truth goes to
-    `root/planted/<dump>.parquet`.
+    `root/planted/<dump>.parquet`; the probe plants' (if any) to `root/planted/<dump>.probe.parquet`.
     """
     _dump_start(dump)  # validate the name before writing anything
-    shares_ok = all(0 <= share <= 1 for share in (dup_share, twin_share, paragraph_share))
+    shares = (dup_share, twin_share, paragraph_share, 2 * probe_plant_share)
+    shares_ok = all(0 <= share <= 1 for share in shares)
     if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not shares_ok:
         raise ValueError(
             f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and shares in "
             f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, "
-            f"{twin_share=}, {paragraph_share=})"
+            f"{twin_share=}, {paragraph_share=}, {probe_plant_share=} at most 0.5)"
         )
     folder = source_dump_dir(Path(root), dump)
     folder.mkdir(parents=True, exist_ok=True)
-    paths, planted = [], []
+    paths, planted, plants = [], [], []
 
     def chunks(start: int, stop: int) -> Iterator[pa.Table]:
         for lo in range(start, stop, row_group_size):
@@ -173,6 +179,9 @@ def write_sample_dump(
             templates = planted_templates(seed, lo, hi, dup_share, twin_share)
             chosen = np.flatnonzero(templates >= 0)
             planted.append(pa.table([table["id"].take(chosen), templates[chosen]], schema=PLANTED_SCHEMA))
+            if probe_plant_share:
+                table, kinds = _with_probe_plants(table, dump, lo, seed, probe_plant_share, templates >= 0)
+                plants.append(kinds)
             yield table
 
     for i, (start, stop) in enumerate(_file_row_ranges(rows, files)):
@@ -184,7 +193,33 @@ def write_sample_dump(
     truth = planted_truth_path(Path(root), dump)
     truth.parent.mkdir(exist_ok=True)
     _write_parquet_atomically(truth, planted, PLANTED_SCHEMA)
+    if probe_plant_share:
+        _write_parquet_atomically(planted_probe_truth_path(Path(root), dump), plants, probe_plants.PLANT_SCHEMA)
     return paths
+
+
+def _with_probe_plants(
+    table: pa.Table, dump: str, start: int, seed: int, share: float, copies: np.ndarray
+) -> tuple[pa.Table, pa.Table]:
+    """The rows with probe plants in place of some that copy no template (fw_assets.synthetic.
+    probe_plants), and which ids became which kind. Drawn apart from the rows' own generators."""
+    draws = _rng(seed, "probe-plants", dump, start).random(table.num_rows)
+    kinds = np.where(copies, -1, np.where(draws < share, 0, np.where(draws < 2 * share, 1, -1)))
+    chosen = np.flatnonzero(kinds >= 0)
+    if not len(chosen):
+        return table, probe_plants.PLANT_SCHEMA.empty_table()
+    texts, scores = table["text"].to_pylist(), table["score"].to_numpy().copy()
+    counts = table["token_count"].to_numpy().copy()
+    for i in chosen.tolist():
+        rng = _rng(seed, "probe-plant", dump, start + i)
+        texts[i] = probe_plants.plant_text(probe_plants.KINDS[kinds[i]], rng)
+        scores[i] = probe_plants.top_score(rng)
+        counts[i] = int(np.rint(len(texts[i].split()) * _TOKENS_PER_WORD))
+    for name, values in (("text", pa.array(texts, pa.string())), ("score", scores),
+                         ("int_score", int_scores(scores)), ("token_count", counts)):
+        table = table.set_column(table.schema.get_field_index(name), name, pa.array(values, SCHEMA.field(name).type))
+    names = pa.array([probe_plants.KINDS[k] for k in kinds[chosen]], pa.string())
+    return table, pa.table([table["id"].take(chosen), names], schema=probe_plants.PLANT_SCHEMA)
 
 
 def sample_table(

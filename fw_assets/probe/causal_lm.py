@@ -1,0 +1,105 @@
+"""The model probe: a local Hugging Face causal language model scoring texts with its own tokenizer.
+
+Loaded from a directory written by `save_pretrained` (config, weights, tokenizer files), never from
+a hub. Each text is encoded, prefixed with the tokenizer's BOS token (else its EOS token) so its
+first token is scored too, and cut after `max_tokens` scored tokens (counted as truncated).
+Documents are sorted by length and batched so that a batch holds at most `batch_tokens` padded
+tokens: memory is about the model plus batch_tokens x vocabulary x 4 bytes of logits, whatever the
+dump's size. `device` is `cpu` or `cuda` (`cuda:N`); on CUDA the model runs in its saved dtype.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from fw_assets.probe.probes import ProbeSpec
+
+
+class NotAModel(ValueError):
+    """The configured directory holds no loadable causal language model, or none the probe's
+    settings fit."""
+
+
+class CausalLM:
+    def __init__(self, spec: ProbeSpec) -> None:
+        import torch  # here: only the model probe's step needs torch and transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = Path(spec.model_dir)
+        try:
+            if not (folder / "config.json").is_file():
+                raise OSError("it has no config.json")
+            self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            self.model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+        except (OSError, ValueError, KeyError) as error:
+            raise NotAModel(
+                f"Probe {spec.name}: {folder} is not a Hugging Face causal language model directory "
+                f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). Point "
+                "FW_PROBE_MODEL_DIR (or the probe resource's model_dir) at a folder written by "
+                "save_pretrained (config.json, weights, tokenizer files); nothing was published."
+            ) from error
+        self.max_tokens, self.batch_tokens = spec.max_tokens, spec.batch_tokens
+        self.prefix = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        self._refuse_a_context_too_short(spec)
+        if spec.device.startswith("cuda") and not torch.cuda.is_available():
+            raise NotAModel(
+                f"Probe {spec.name}: device {spec.device!r} was asked for, but torch sees no CUDA device here "
+                f"(torch {torch.__version__}). Run on a GPU machine with a CUDA build of torch, or set the "
+                "probe's device to 'cpu' (FW_PROBE_DEVICE); nothing was published."
+            )
+        self.torch = torch
+        self.device = torch.device(spec.device)
+        self.model.to(self.device).eval()
+
+    def _refuse_a_context_too_short(self, spec: ProbeSpec) -> None:
+        """A position beyond the model's context would fail mid-run (or, on CUDA, corrupt memory)."""
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        needed = spec.max_tokens + (self.prefix is not None)
+        if positions is not None and needed > positions:
+            raise NotAModel(
+                f"Probe {spec.name}: max_tokens {spec.max_tokens} needs {needed} positions (one for the BOS "
+                f"prefix), but the model in {spec.model_dir} has {positions}. Set the probe's max_tokens to "
+                f"at most {positions - (self.prefix is not None)}; nothing was published."
+            )
+
+    def score(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per text: tokens scored, summed NLL (nats), UTF-8 bytes of the scored text, truncated."""
+        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        truncated = np.array([len(ids) > self.max_tokens for ids in encoded], bool)
+        kept = [ids[: self.max_tokens] for ids in encoded]
+        nbytes = np.array(
+            [len((self.tokenizer.decode(ids) if cut else text).encode()) for ids, text, cut in zip(kept, texts, truncated)],
+            np.int64,
+        )
+        sequences = [([self.prefix] if self.prefix is not None else []) + ids for ids in kept]
+        tokens = np.array([max(len(s) - 1, 0) for s in sequences], np.int64)
+        nll = np.zeros(len(texts))
+        for batch in self._batches(sequences):
+            nll[batch] = self._summed_nll([sequences[i] for i in batch])
+        return tokens, nll, nbytes, truncated
+
+    def _batches(self, sequences: list[list[int]]) -> list[list[int]]:
+        """Indices of sequences, longest first, grouped to at most batch_tokens padded tokens."""
+        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
+        batches, current = [], []
+        for i in order:
+            width = len(sequences[current[0]]) if current else len(sequences[i])
+            if current and (len(current) + 1) * width > self.batch_tokens:
+                batches.append(current)
+                current = []
+            current.append(i)
+        return batches + [current] if current else batches
+
+    def _summed_nll(self, sequences: list[list[int]]) -> np.ndarray:
+        torch = self.torch
+        width = max(len(s) for s in sequences)
+        ids = torch.zeros((len(sequences), width), dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, sequence in enumerate(sequences):
+            ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+            mask[row, : len(sequence)] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+            return (nll * mask[:, 1:]).sum(dim=1).cpu().numpy().astype(np.float64)

@@ -1,0 +1,47 @@
+"""Reading one probe's published losses of one dump, for whatever weighs documents by them."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fw_assets.layout import probe_loss_path, publication_name
+from fw_assets.lib.publish import Log, published_generation
+from fw_assets.probe.steps import LOSS_SCHEMA
+
+
+class ProbeLossesMissing(ValueError):
+    """The probe has no published losses of the dump."""
+
+
+@contextmanager
+def published_losses(output_root: Path, probe: str, dump: str, log: Log | None = None) -> Iterator[pa.Table]:
+    """Every published loss of `probe` for `dump` (LOSS_SCHEMA plus `bucket`), held still while the
+    body reads. A file missing or resized since it was published, or damaged in place (its page
+    checksums), is refused by name."""
+    name = publication_name("probe_loss", probe, dump)
+    with published_generation(output_root, name, dump, log) as record:
+        if record is None:
+            raise ProbeLossesMissing(
+                f"Dump {dump}: probe {probe} has no published losses. Materialize `probe_loss` for "
+                f"this dump (--select probe_loss --partition {dump}) with that probe first."
+            )
+        tables = [
+            _read(output_root, probe_loss_path(output_root, probe, bucket, dump), dump).append_column(
+                "bucket", pa.array([bucket] * documents, pa.string()))
+            for bucket, documents in record["contents"]["documents"].items()
+            if documents
+        ]
+        yield pa.concat_tables(tables) if tables else LOSS_SCHEMA.append(pa.field("bucket", pa.string())).empty_table()
+
+
+def _read(output_root: Path, path: Path, dump: str) -> pa.Table:
+    try:
+        return pq.read_table(path, schema=LOSS_SCHEMA, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as error:
+        raise ValueError(
+            f"Dump {dump}: the published probe loss file {path.relative_to(output_root)} is damaged "
+            f"({error}). Materialize `probe_loss` for this dump again to republish it whole."
+        ) from error

@@ -1,0 +1,170 @@
+"""`probe_loss`: each kept document's loss under a probe model, one partition per dump.
+
+Per dump, like the stages before it: a dump's losses are computed once and read by every recipe
+that draws on the dump, and a new dump costs one new partition, not a re-run of the others. Not in
+the `dump_chain` job (group `probe`): the probe is optional and, with a model, the costliest step.
+"""
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+
+from fw_assets.asset_checks import ContractReport, Events
+from fw_assets.layout import (
+    generation_record_path,
+    probe_dir,
+    probe_loss_path,
+    publication_name,
+    recorded_bucket_files,
+    token_prefix,
+)
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import dump_partitions
+from fw_assets.policy import SEED_POLICY
+from fw_assets.probe.checks import PROBE_LOSS_CHECK_SPECS
+from fw_assets.probe.probes import ProbeSpec
+from fw_assets.probe.resources import ProbeResource
+from fw_assets.probe.contract import check_probe
+from fw_assets.probe.steps import (
+    STEPS_SQL,
+    BucketDocuments,
+    BucketLosses,
+    score_with_bigrams,
+    score_with_model,
+    tiktoken_byte_lengths,
+)
+from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.run_health import TOKENIZER_POOL, heavy_step
+from fw_assets.tokenizing.tokenized import tokenized
+
+SQL = STEPS_SQL
+MODULES = tuple(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "steps", "causal_lm", "contract"))
+
+
+def _configured_fingerprint() -> str:
+    """The probe configured in the environment, so that changing it marks its losses stale. A
+    model directory that cannot be read is refused when the asset runs, not here."""
+    try:
+        return ProbeResource.from_environment().spec().fingerprint()
+    except ValueError:
+        return "unreadable-probe"
+
+
+FINGERPRINT = _configured_fingerprint()
+SPACE = SpaceNeed(0, "under 100 bytes per document")
+
+
+@dg.asset(
+    partitions_def=dump_partitions,
+    group_name="probe",
+    deps=[tokenized],
+    code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
+    kinds={"numpy", "parquet"},
+    check_specs=PROBE_LOSS_CHECK_SPECS,
+    description="Each kept document's loss under a probe model: `probe/<probe>/<bucket>/<dump>.parquet` "
+    "(id, tokens, loss in nats per token, bits_per_byte, truncated), row i = document i of the "
+    "bucket's token files. Probe: built-in Kneser-Ney bigram (default) or a local causal LM "
+    "(FW_PROBE_MODEL_DIR).",
+)
+def probe_loss(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps, probe: ProbeResource
+) -> Events:
+    dump, root, log = context.partition_key, storage.output_root, context.log.info
+    try:
+        spec = probe.spec()
+        identity = spec.identity()
+    except ValueError as error:
+        raise dg.Failure(f"Dump {dump}: {error}") from error
+    started = time.monotonic()
+    with (
+        heavy_step(context, root, TOKENIZER_POOL, SPACE),
+        staged_publication(root, publication_name("probe_loss", spec.name, dump), dump, log) as staging,
+        published_generation(root, publication_name("tokenized", probe.tokenizer, dump), dump, log) as tokens,
+        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+    ):
+        buckets = _bucket_documents(root, dump, probe.tokenizer, tokens, bucketed_record, staging.path)
+        total = sum(tokens["contents"]["documents"].values())
+        log(f"Scoring {dump} ({total:,} documents in {len(buckets)} buckets) with probe {spec.name}")
+        written, reference = _score(spec, buckets, tokens["contents"]["tokenizer"], warehouse, staging.path, dump, log)
+        report = ContractReport(dump, "probe_loss", check_probe({b.name: (b.prefix, b.output) for b in buckets}))
+        yield from report.refuse_if_blocked()
+        contents = {
+            "probe": {**identity, **({"reference_sha256": reference} if reference else {})},
+            "documents": {b: w.documents for b, w in written.items()},
+            "truncated": {b: w.truncated for b, w in written.items()},
+            "tokenized_generation": tokens["generation"],
+        }
+        staging.publish(_moves(root, spec.name, dump, staging.path, written), contents)
+    yield report.materialization(_metadata(written, contents["probe"], time.monotonic() - started, probe_dir(root, spec.name)))
+
+
+def _bucket_documents(
+    root: Path, dump: str, tokenizer: str, tokens: dict | None, bucketed_record: dict | None, staging: Path
+) -> list[BucketDocuments]:
+    """The buckets whose token files hold documents, with their texts and staged loss file."""
+    if tokens is None or bucketed_record is None:
+        missing = ("tokenized", tokenizer, dump) if tokens is None else ("bucketed", dump)
+        record = generation_record_path(root, publication_name(*missing))
+        raise dg.Failure(
+            f"Dump {dump}: {missing[0]} was never published for this dump (tokenizer {tokenizer}; no "
+            f"generation record at {record}). Materialize `tokenized` for this dump first; nothing was published."
+        )
+    texts = recorded_bucket_files(root, bucketed_record)
+    return [
+        BucketDocuments(bucket, token_prefix(root, tokenizer, bucket, dump), staging / bucket / f"{dump}.parquet", texts[bucket][1])
+        for bucket, documents in tokens["contents"]["documents"].items()
+        if documents
+    ]
+
+
+def _score(
+    spec: ProbeSpec, buckets: list[BucketDocuments], tokenizer: dict, warehouse: DuckDBSteps, staging: Path, dump: str,
+    log: Callable[[str], None],
+) -> tuple[dict[str, BucketLosses], str]:
+    """Each bucket's losses, and the built-in probe's reference digest ('' for a model)."""
+    if spec.is_builtin:
+        if tokenizer["kind"] != "tiktoken":
+            raise dg.Failure(
+                f"Dump {dump}: the built-in probe reads tiktoken token files, but {tokenizer['name']} is a "
+                f"{tokenizer['kind']} tokenizer. Configure the probe's tokenizer or a model directory; nothing was published."
+            )
+        byte_lengths = tiktoken_byte_lengths(tokenizer["name"], tokenizer["vocab_size"])
+        return score_with_bigrams(buckets, tokenizer["vocab_size"], tokenizer["eod_id"], byte_lengths)
+    from fw_assets.probe.causal_lm import CausalLM, NotAModel
+
+    try:
+        model = CausalLM(spec)
+    except NotAModel as error:
+        raise dg.Failure(f"Dump {dump}: {error}") from error
+    with warehouse.connect(staging) as con:
+        return score_with_model(con, buckets, model, log), ""
+
+
+def _moves(root: Path, probe: str, dump: str, staging: Path, written: dict[str, BucketLosses]) -> dict[Path, Path | None]:
+    """Each bucket's loss file onto its published path; a bucket without documents has none (an
+    older file of it is removed)."""
+    return {
+        probe_loss_path(root, probe, b.name, dump): staging / b.name / f"{dump}.parquet" if b.name in written else None
+        for b in SEED_POLICY.buckets
+    }
+
+
+def _metadata(written: dict[str, BucketLosses], identity: dict, seconds: float, folder: Path) -> dict:
+    documents = sum(w.documents for w in written.values())
+    rows = [(b, w.documents, w.tokens, w.truncated, round(w.seconds, 2)) for b, w in written.items()]
+    return {
+        "dagster/row_count": documents,
+        "documents": documents,
+        "tokens_scored": sum(w.tokens for w in written.values()),
+        "truncated_documents": sum(w.truncated for w in written.values()),
+        "seconds": round(seconds, 2),
+        "documents_per_second": round(documents / max(seconds, 1e-9)),
+        "probe": dg.MetadataValue.json(identity),
+        "folder": dg.MetadataValue.path(str(folder)),
+        "buckets": dg.MetadataValue.md(table(["bucket", "documents", "tokens scored", "truncated", "seconds"], rows)),
+    }

