@@ -39,7 +39,12 @@ from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import signatures_path, sorted_keys_path
-from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
+from fw_assets.lib.checked_arrow import (
+    CheckedArrowWriter,
+    content_digest,
+    read_arrow_schema,
+    read_checked_arrow,
+)
 from fw_assets.lib.ordered_map import ordered_map
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
@@ -191,6 +196,16 @@ def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
     _check_file(path, pq.read_schema, minhash_schema(policy, ""), policy, dump)
     _check_file(signatures_path(path), read_arrow_schema, signatures_schema(policy, ""), policy, dump)
     _check_file(sorted_keys_path(path), read_arrow_schema, SORTED_KEYS_SCHEMA, policy, dump)
+
+
+def content_version(path: Path) -> str:
+    """The version of what a later dump's decisions read of the minhash file at `path`: a digest of
+    its sorted keys and signatures (from the digests they carry). A dump signed again from the same
+    documents under the same policy gets the same version."""
+    try:
+        return content_digest([sorted_keys_path(path), signatures_path(path)])
+    except ValueError as error:
+        raise MinhashFileError(f"{error}; re-materialize its minhash") from error
 
 
 def read_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) -> pa.Table:

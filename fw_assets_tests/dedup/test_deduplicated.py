@@ -25,7 +25,7 @@ from fw_assets.layout import dedup_path, minhash_path, signatures_path, sorted_k
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import CHAIN, damage_arrow_values, materialize_dump
+from fw_assets_tests.helpers import CHAIN, damage_arrow_values, materialize_dump, resources
 
 EARLY, LATE = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
 ROWS = 1_500
@@ -46,6 +46,12 @@ def in_order(source, tmp_path_factory) -> tuple[Path, dict[str, dg.ExecuteInProc
     with dg.DagsterInstance.ephemeral() as instance:
         results = {d: materialize_dump(source, output, d, instance=instance) for d in (EARLY, LATE)}
     return output, results
+
+
+def sensor_context(instance: dg.DagsterInstance, source: Path, output: Path) -> dg.SensorEvaluationContext:
+    return dg.build_sensor_context(
+        instance=instance, definitions=defs, resources={"storage": resources(source, output)["storage"]}
+    )
 
 
 def materialization(result: dg.ExecuteInProcessResult, asset) -> dict:
@@ -156,23 +162,22 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
         materialize_dump(
             source, output, LATE, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER
         )
-        context = dg.build_sensor_context(instance=instance, definitions=defs)
-        assert not stale_dedup(context).run_requests  # nothing earlier yet
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests  # nothing earlier yet
         materialize_dump(source, output, EARLY, instance=instance)  # downloaded late
-        requests = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        requests = stale_dedup(sensor_context(instance, source, output)).run_requests
         assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
             (LATE, {deduplicated.key, tokenized.key})
         ]
         with monkeypatch.context() as scope:  # decided each on its own, nothing is stale
             scope.setattr(dedup_reruns, "MINHASH_POLICY", MinhashPolicy(scope=Scope.WITHIN_DUMP))
-            result = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs))
+            result = stale_dedup(sensor_context(instance, source, output))
             assert not result.run_requests and "within_dump" in result.skip_reason.skip_message
         first_pass = dedup_path(output, LATE).read_bytes()
         materialize_dump(  # the run the sensor asked for
             source, output, LATE, instance=instance, assets=[deduplicated, tokenized],
             extra_resources=TOKENIZER,
         )
-        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
     in_order_output, _ = in_order
     for dump in (EARLY, LATE):
         assert dedup_path(output, dump).read_bytes() == dedup_path(in_order_output, dump).read_bytes()
@@ -207,14 +212,14 @@ def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_i
             source, output, LATE, instance=instance, assets=[minhash, deduplicated], raise_on_error=False
         )
         assert not failed.success
-        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
         materialize_dump(source, output, EARLY, instance=instance, assets=[minhash])  # repaired
-        requests = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        requests = stale_dedup(sensor_context(instance, source, output)).run_requests
         assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
             (LATE, {deduplicated.key, tokenized.key})
         ]
         materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated])
-        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
     assert dedup_path(output, LATE).read_bytes() == dedup_path(in_order[0], LATE).read_bytes()
 
 
