@@ -3,6 +3,7 @@ planted near-duplicates: drops and checks on the right dump, stale later dumps r
 `stale_dedup` sensor to the same bytes as in crawl order, a bad
 earlier file named with nothing published, the explain command, a repeated dump warned about."""
 
+import json
 import math
 import re
 import shutil
@@ -21,7 +22,15 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.definitions import defs
-from fw_assets.layout import dedup_path, minhash_path, signatures_path, sorted_keys_path, source_dump_dir
+from fw_assets.layout import (
+    dedup_path,
+    generation_record_path,
+    minhash_path,
+    publication_name,
+    signatures_path,
+    sorted_keys_path,
+    source_dump_dir,
+)
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
@@ -198,6 +207,42 @@ def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(
     (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
     message = failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
     assert str(damaged) in message and "Nothing was published" in message
+    assert dedup_path(output, LATE).read_bytes() == before
+
+
+def failure_message(result: dg.ExecuteInProcessResult) -> str:
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    return failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
+
+
+def test_an_earlier_dump_with_files_but_no_generation_record_is_refused_by_name(source, in_order, tmp_path):
+    output = tmp_path / "unrecorded"
+    shutil.copytree(in_order[0], output)
+    record = generation_record_path(output, publication_name("minhash", EARLY))
+    record.unlink()
+    before = dedup_path(output, LATE).read_bytes()
+    result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
+    message = failure_message(result)
+    for expected in (f"Dump {LATE}: the earlier dump {EARLY} has minhash files", str(minhash_path(output, EARLY)),
+                     f"no generation record ({record})", "Nothing was published", f"Materialize minhash of {EARLY}"):
+        assert expected in message, message
+    assert dedup_path(output, LATE).read_bytes() == before
+
+
+def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(source, in_order, tmp_path):
+    output = tmp_path / "replaced"
+    shutil.copytree(in_order[0], output)
+    record_path = generation_record_path(output, publication_name("minhash", EARLY))
+    record = json.loads(record_path.read_text())
+    record["contents"]["content_version"] = "0123456789abcdef"  # the record of other files, same sizes
+    record_path.write_text(json.dumps(record))
+    before = dedup_path(output, LATE).read_bytes()
+    result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
+    message = failure_message(result)
+    for expected in (f"Dump {LATE}: the minhash files of the earlier dump {EARLY}", str(minhash_path(output, EARLY)),
+                     "not the 0123456789abcdef of their generation record", "Nothing was published",
+                     f"Materialize minhash of {EARLY} again"):
+        assert expected in message, message
     assert dedup_path(output, LATE).read_bytes() == before
 
 
