@@ -3,26 +3,21 @@ requests by content (an identical re-sign requests nothing, a dump signed late r
 later dumps, once), never beside a dump's own run, and records an observation a killed run missed.
 What it requests is what Dagster itself computes as stale."""
 
-import uuid
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
-from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
-from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
 from fw_assets.automation.dedup_reruns import stale_dedup
-from fw_assets.automation.dump_runs import PARTITION_TAG
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.definitions import defs
-from fw_assets.jobs import dump_chain_job
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import materialize_dump, resources
+from fw_assets_tests.helpers import materialize_dump, resources, unfinished_run
 
 FIRST, SECOND, THIRD = DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
 
@@ -63,22 +58,6 @@ def latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, dump:
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[dump]), limit=1
     ).records
     return records[0].asset_materialization if records else None
-
-
-def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus) -> None:
-    """A run of the dump's chain as the daemon queues it (from the code location) or the CLI
-    starts it."""
-    origin = RemoteJobOrigin(
-        RemoteRepositoryOrigin(
-            InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="fw_assets.definitions")),
-            "__repository__",
-        ),
-        dump_chain_job.name,
-    )
-    instance.add_run(
-        dg.DagsterRun(job_name=dump_chain_job.name, run_id=str(uuid.uuid4()), status=status,
-                      tags={PARTITION_TAG: dump}, remote_job_origin=origin)
-    )
 
 
 def observed_version(instance: dg.DagsterInstance, dump: str) -> str:
