@@ -8,6 +8,7 @@ record and metadata), from which `stale_dedup` tells when they are stale. Decisi
 older dumps', so one run per dump writes only its own file.
 """
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -41,7 +42,7 @@ from fw_assets.layout import (
     recorded_bucket_files,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
@@ -65,7 +66,7 @@ EARLIER_BAND_KEYS = (
     else []
 )
 # A decision row (id, bucket, pointer, similarity) compresses to well under 100 bytes.
-DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
+BYTES_PER_DECISION = 100
 
 
 @dg.asset(
@@ -84,17 +85,18 @@ def deduplicated(
     dump, root, log = context.partition_key, storage.output_root, context.log.info
     started, cpu_started = time.monotonic(), time.process_time()
     with (
-        heavy_step(context, root, DUCKDB_POOL, DECISION_SPACE),
+        heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
         staged_publication(root, publication_name("dedup", dump), dump, log) as staging,
         _published_inputs(root, dump, log) as inputs,
         warehouse.connect(spill_dir(root)) as con,
     ):
         staged = staging.path / f"{dump}.parquet"
         try:
-            summary = decide_dump(
-                con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
-                threads=warehouse.thread_count(),
-            )
+            with naming(staging.path):
+                summary = decide_dump(
+                    con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
+                    threads=warehouse.thread_count(),
+                )
         except MinhashFileError as error:
             raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
         decide_seconds = time.monotonic() - started
@@ -206,6 +208,12 @@ def _earlier_version(root: Path, dump: str, earlier: str, record: dict) -> str:
             f"Materialize minhash of {earlier} again, then run it again."
         )
     return version
+
+
+def _space_needed(root: Path, dump: str) -> SpaceNeed:
+    record = generation_record_path(root, publication_name("minhash", dump))
+    documents = json.loads(record.read_text())["contents"]["documents"] if record.is_file() else 0
+    return SpaceNeed(documents * BYTES_PER_DECISION, f"under {BYTES_PER_DECISION} bytes per signed document")
 
 
 def _metadata(

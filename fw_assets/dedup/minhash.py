@@ -18,7 +18,7 @@ from fw_assets.layout import (
     recorded_bucket_files,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
@@ -73,7 +73,7 @@ def minhash(
             for path in paths
         ]
         staged = staging.path / f"{dump}.parquet"
-        with warehouse.connect(spill_dir(root)) as con:
+        with warehouse.connect(spill_dir(root)) as con, naming(staging.path):
             summary = write_minhash_file(
                 con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
             )
