@@ -2,10 +2,11 @@
 `minhash/<dump>.keys.arrow` and `minhash/<dump>.signatures.arrow`, as the dumps decided later see them.
 
 An external asset, observed by `minhash` when it publishes a dump's files (data version: a digest
-of their content, the same for an identical re-sign). `deduplicated` of a dump depends on it for every strictly earlier dump
-(both through fw_assets.dedup.band_key_lineage), so the lineage shows what a decision read and
-Dagster marks a dump's decisions stale when an earlier dump is signed after them. Being neither materializable nor in the `fineweb_edu` group, it is
-outside every per-dump selection: a backfill of some dumps does not follow it to the later dumps.
+of their content, the same for an identical re-sign). `deduplicated` of a dump depends on it for
+every strictly earlier dump (both through fw_assets.dedup.band_key_lineage), so the lineage shows
+what a decision read and Dagster marks a dump's decisions stale when an earlier dump's content
+changes after them. Being neither materializable nor in the `fineweb_edu` group, it is outside
+every per-dump selection: a backfill of some dumps does not follow it to the later dumps.
 """
 
 import dagster as dg

@@ -9,7 +9,7 @@ import dagster as dg
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.band_key_lineage import published as band_key_index_published
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.dedup.signature_files import content_version, write_minhash_file
+from fw_assets.dedup.signature_files import BucketedFileError, content_version, write_minhash_file
 from fw_assets.layout import (
     generation_record_path,
     minhash_files,
@@ -74,9 +74,15 @@ def minhash(
         ]
         staged = staging.path / f"{dump}.parquet"
         with warehouse.connect(spill_dir(root)) as con, naming(staging.path):
-            summary = write_minhash_file(
-                con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
-            )
+            try:
+                summary = write_minhash_file(
+                    con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
+                )
+            except BucketedFileError as error:
+                raise dg.Failure(
+                    f"Dump {dump}: {error}. Nothing was published. Materialize `bucketed` of this dump "
+                    "again (it is rebuilt from the source), then `minhash`."
+                ) from error
         target = minhash_path(root, dump)
         version = content_version(staged)
         record = staging.publish(

@@ -57,6 +57,10 @@ class MinhashFileError(ValueError):
     """A minhash file that cannot be used: unreadable, wrong columns, or another policy's."""
 
 
+class BucketedFileError(ValueError):
+    """A bucketed file that cannot be read whole; the message names it and the row group."""
+
+
 def signed_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
     """A signed batch: the minhash file's columns and the signature, split on writing."""
     return pa.schema(
@@ -149,9 +153,23 @@ def write_signed(
 def _batches(
     sources: Sequence[tuple[str, Path]], rows: int
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Each file's rows, a row group at a time, so that a damaged page is named with its group."""
     for bucket, path in sources:
-        for batch in pq.ParquetFile(path).iter_batches(rows, columns=["id", "text", "score"]):
-            yield bucket, batch
+        try:
+            file = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as error:
+            message = f"the bucketed file {path} is damaged: its footer cannot be read ({error})"
+            raise BucketedFileError(message) from error
+        groups = file.metadata.num_row_groups
+        for group in range(groups):
+            try:
+                batches = list(file.iter_batches(rows, row_groups=[group], columns=["id", "text", "score"]))
+            except (OSError, pa.ArrowException) as error:
+                raise BucketedFileError(
+                    f"the bucketed file {path} is damaged: row group {group} (of {groups}) cannot be read ({error})"
+                ) from error
+            for batch in batches:
+                yield bucket, batch
 
 
 def _signed_batch(
