@@ -238,6 +238,16 @@ class DagsterServices:
         )
         return data["sensorOrError"]["sensorState"]
 
+    def latest_tick(self, sensor: str) -> dict | None:
+        """The sensor's latest tick as its *Automation* page lists it: timestamp, status, runIds."""
+        data = self.graphql(
+            f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
+                 ... on Sensor {{ sensorState {{ ticks(limit: 1) {{ timestamp status runIds skipReason }} }} }} }} }}""",
+            {"sensor": sensor},
+        )
+        ticks = data["sensorOrError"]["sensorState"]["ticks"]
+        return ticks[0] if ticks else None
+
     def stop_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched off."""
         state = self.sensor_state(sensor)
