@@ -7,7 +7,6 @@ earlier than the backfilled ones (downloaded late): the UI shows their decisions
 
 import ast
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from fw_assets_tests.dagster_services import (
     assert_check_results_belong_to_their_dumps,
     assert_every_asset_materialized,
     assert_whole_chain_succeeded,
+    backfill_again_then_cli,
     chain_asset_keys,
     dagster_cli,
     find_chromium,
@@ -306,42 +306,27 @@ class RepeatedDumps:
     """The first two dumps backfilled again (same files: the same band keys), then the third
     materialized from the CLI, with `stale_dedup` running throughout (issue 28)."""
 
-    earlier_runs: set[str]  # ids of every run before
-    settled: dict[str, tuple[str, list[str]]]
+    runs: list[dict]  # every run launched meanwhile
+    settled: dict[str, tuple[str, list[str]]]  # what the UI then says of each dump's decisions
 
 
 @pytest.fixture(scope="module")
 def repeated(services, world, cli_run) -> RepeatedDumps:
     dumps = [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]
-    wait_for("every decision to be current", lambda: all_current(services, dumps), 300, every=3,
-             logs=services.logs)
-    earlier_runs = {run["runId"] for run in services.runs({})}
-    first_two = [SENSOR_DUMP, CLI_DUMP]  # in crawl order
-    backfill_id = services.launch_backfill(chain_asset_keys(), first_two)
-    services.wait_for_runs("the second backfill's runs", {"dagster/backfill": backfill_id}, len(first_two))
     env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
-    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
-                "--partition", BACKFILL_DUMPS[0], env=env, cwd=world["home"])
-    cli_finished = time.time()
-
-    def ticked_since() -> dict | None:  # a tick that saw the CLI's run over
-        tick = services.latest_tick("stale_dedup")
-        return tick if tick and tick["timestamp"] > cli_finished and all_current(services, dumps) else None
-
-    wait_for("stale_dedup to tick after the CLI run", ticked_since, 240, every=3, logs=services.logs)
-    return RepeatedDumps(earlier_runs, decisions_staleness(services, dumps))
+    runs = backfill_again_then_cli(services, dumps[:3], env, world["home"])
+    return RepeatedDumps(runs, decisions_staleness(services, dumps))
 
 
 def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
-    new_runs = [r for r in services.runs({}) if r["runId"] not in repeated.earlier_runs]
-    assert [r for r in new_runs if tag(r, "dagster/sensor_name")] == []  # stale_dedup re-ran nothing
+    # the backfill's two runs and the CLI's, one each: stale_dedup re-ran nothing
+    assert sorted(tag(r, "dagster/partition") for r in repeated.runs) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
+    assert not [r for r in repeated.runs if tag(r, "dagster/sensor_name")]
     assert repeated.settled == dict.fromkeys(repeated.settled, ("FRESH", []))  # what the UI shows
     env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
     preview = dagster_cli("sensor", "preview", "stale_dedup", "-m", "fw_assets.definitions",
                           env=env, cwd=world["home"])
     assert "Every dump was decided against its earlier dumps' latest band keys" in preview, preview
-    # the backfill's two runs and the CLI's, one each
-    assert sorted(tag(r, "dagster/partition") for r in new_runs) == sorted([SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]])
 
 
 def test_after_the_repeated_runs_every_check_is_on_its_dumps_latest_materialization(services, repeated):
