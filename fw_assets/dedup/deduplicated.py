@@ -252,6 +252,6 @@ def _metadata(
             ["earlier dump", "content version (band_key_index data version)", "minhash generation"],
             [(d, f"`{v}`", f"`{inputs.generations[d]}`") for d, v in inputs.earlier_versions.items()],
         )
-        if inputs.earlier_versions else "No earlier dump was signed: decided within the dump only."
+        if inputs.earlier_versions else f"No earlier dump read (scope {MINHASH_POLICY.scope}, or none signed)."
     )
     return metadata
