@@ -21,6 +21,7 @@ import requests
 import yaml
 from websockets.sync.client import connect
 
+from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 
@@ -238,6 +239,17 @@ class DagsterServices:
         )
         return data["sensorOrError"]["sensorState"]
 
+    def latest_tick(self, sensor: str) -> dict | None:
+        """The sensor's latest tick as its *Automation* page lists it: timestamp, status, runIds."""
+        data = self.graphql(
+            f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
+                 ... on Sensor {{ sensorState {{ ticks(limit: 1) {{
+                   timestamp status runIds skipReason }} }} }} }} }}""",
+            {"sensor": sensor},
+        )
+        ticks = data["sensorOrError"]["sensorState"]["ticks"]
+        return ticks[0] if ticks else None
+
     def stop_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched off."""
         state = self.sensor_state(sensor)
@@ -372,6 +384,34 @@ def assert_every_asset_materialized(services: DagsterServices, dumps: list[str])
                 status = [name for name, partitions in statuses.items() if dump in partitions] or ["missing"]
                 problems.append(f"{key.to_user_string()} [{dump}]: {', '.join(status)}")
     assert not problems, "partitions not materialized:\n" + "\n".join(problems)
+
+
+def backfill_again_then_cli(services: DagsterServices, dumps: list[str], env: dict[str, str], cwd: Path) -> list[dict]:
+    """Issue 28's sequence, with `stale_dedup` running: the first two of `dumps` (crawl order)
+    backfilled again from the same files, then the third materialized from the CLI. Returns every
+    run launched from then until `stale_dedup` has ticked after the CLI's run and no run is left
+    (it starts once no run is left and the UI shows every dump's decisions current)."""
+
+    def idle() -> bool:
+        return all(run["status"] in ("SUCCESS", "FAILURE", "CANCELED") for run in services.runs({}))
+
+    def settled() -> bool:
+        return idle() and all(services.stale_status(deduplicated.key, d)[0] == "FRESH" for d in dumps)
+
+    wait_for("every decision to be current", settled, 300, every=3, logs=services.logs)
+    earlier = {run["runId"] for run in services.runs({})}
+    backfill_id = services.launch_backfill(chain_asset_keys(), dumps[:2])
+    services.wait_for_runs("the repeated backfill's runs", {"dagster/backfill": backfill_id}, 2)
+    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+                "--partition", dumps[2], env=env, cwd=cwd)
+    cli_finished = time.time()
+
+    def ticked_since() -> dict | None:
+        tick = services.latest_tick("stale_dedup")
+        return tick if tick and tick["timestamp"] > cli_finished and idle() else None
+
+    wait_for("stale_dedup to tick after the CLI's run", ticked_since, 240, every=3, logs=services.logs)
+    return [run for run in services.runs({}) if run["runId"] not in earlier]
 
 
 def assert_check_results_belong_to_their_dumps(services: DagsterServices, dumps: list[str]) -> None:

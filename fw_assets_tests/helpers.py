@@ -5,18 +5,23 @@ import json
 import os
 import shutil
 import stat
+import uuid
 from pathlib import Path
 
 import dagster as dg
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
+from fw_assets.automation.dump_runs import PARTITION_TAG
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
+from fw_assets.jobs import dump_chain_job
 from fw_assets.layout import generation_record_path
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 
@@ -111,3 +116,19 @@ def writable_copy(shared: Path, destination: Path) -> Path:
     for folder, _, _ in os.walk(destination):
         os.chmod(folder, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
     return destination
+
+
+def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus) -> str:
+    """A run of the dump's chain as the daemon queues it (from the code location) or the CLI
+    starts it; returns its id."""
+    origin = RemoteJobOrigin(
+        RemoteRepositoryOrigin(
+            InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="fw_assets.definitions")),
+            "__repository__",
+        ),
+        dump_chain_job.name,
+    )
+    run = dg.DagsterRun(job_name=dump_chain_job.name, run_id=str(uuid.uuid4()), status=status,
+                        tags={PARTITION_TAG: dump}, remote_job_origin=origin)
+    instance.add_run(run)
+    return run.run_id

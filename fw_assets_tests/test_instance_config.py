@@ -30,6 +30,10 @@ def test_started_from_a_folder_the_instance_keeps_its_history_in_that_folders_da
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
         concurrency = instance.get_concurrency_config()
         assert concurrency.run_queue_config.max_concurrent_runs == 2
+        # one run at a time per dump, whoever launched it
+        assert concurrency.run_queue_config.tag_concurrency_limits == [
+            {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+        ]
         assert concurrency.pool_config.default_pool_limit == 1
         assert instance.run_monitoring_enabled
         assert not instance.telemetry_enabled
@@ -76,7 +80,8 @@ def chart_instance_settings(values: dict) -> dict:
             "port": postgresql["service"]["port"], "scheme": postgresql["postgresqlScheme"]}}},
         "run_coordinator": {"module": "dagster.core.run_coordinator", "class": daemon["runCoordinator"]["type"]},
         "concurrency": {"pools": {"granularity": pools["granularity"], "default_limit": pools["defaultLimit"]},
-                        "runs": {"max_concurrent_runs": runs["maxConcurrentRuns"]}},
+                        "runs": {"max_concurrent_runs": runs["maxConcurrentRuns"],
+                                 "tag_concurrency_limits": runs["tagConcurrencyLimits"]}},
         "run_monitoring": {snake[key]: value for key, value in daemon["runMonitoring"].items()},
         "run_launcher": {"module": "dagster_k8s", "class": values["runLauncher"]["type"], "config": {
             "load_incluster_config": launcher["loadInclusterConfig"],
@@ -118,6 +123,8 @@ def test_the_helm_values_keep_the_production_instances_settings_and_resume_lost_
     database = cluster["storage"]["postgres"]["postgres_db"]
     assert database["scheme"] == production["storage"]["postgres"]["postgres_db"]["scheme"]
     assert cluster["concurrency"]["pools"]["granularity"] == production["concurrency"]["pools"]["granularity"]
+    runs = "tag_concurrency_limits"  # one run at a time per dump, on the cluster too
+    assert cluster["concurrency"]["runs"][runs] == production["concurrency"]["runs"][runs]
     assert set(cluster["run_monitoring"]) == set(production["run_monitoring"]) | {"max_resume_run_attempts"}
     assert cluster["run_monitoring"]["max_resume_run_attempts"] >= 1
     assert values["dagsterDaemon"]["env"]["DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR"] == "1"

@@ -1,7 +1,8 @@
 """The production instance for real: deploy/dagster.postgres.yaml as DAGSTER_HOME's dagster.yaml on a
 real PostgreSQL server (127.0.0.1, a free port, a password with URL-special characters), used as the
 README says: `dagster instance migrate`, one dump materialized from the CLI, then the webserver and
-the daemon, and two dumps backfilled the way the UI launches a backfill."""
+the daemon, and two dumps backfilled the way the UI launches a backfill; then the first two
+backfilled again and the third materialized from the CLI, which re-runs nothing (issue 28)."""
 
 import os
 import shutil
@@ -18,6 +19,7 @@ from fw_assets_tests.dagster_services import (
     assert_check_results_belong_to_their_dumps,
     assert_every_asset_materialized,
     assert_whole_chain_succeeded,
+    backfill_again_then_cli,
     chain_asset_keys,
     dagster_cli,
     migrate_instance,
@@ -133,3 +135,12 @@ def test_a_backfill_of_two_dumps_runs_through_the_daemon(services, backfill_runs
 
 def test_every_check_result_belongs_to_its_dumps_materialization(services, backfill_runs):
     assert_check_results_belong_to_their_dumps(services, [CLI_DUMP, *BACKFILL_DUMPS])
+
+
+def test_a_repeated_backfill_then_a_cli_run_re_runs_nothing_and_keeps_every_check_on_its_dump(
+    services, world, backfill_runs
+):
+    dumps = [CLI_DUMP, *BACKFILL_DUMPS]
+    runs = backfill_again_then_cli(services, dumps, world["env"], world["home"])
+    assert sorted(run_partition(run) for run in runs) == dumps  # stale_dedup re-ran nothing
+    assert_check_results_belong_to_their_dumps(services, dumps)

@@ -15,7 +15,7 @@ from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests import bad_inputs as bad
-from fw_assets_tests.helpers import resources
+from fw_assets_tests.helpers import resources, unfinished_run
 
 DUMP = "CC-MAIN-2013-20"
 OTHER_DUMP = "CC-MAIN-2013-48"
@@ -166,6 +166,17 @@ def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instan
 
     shutil.rmtree(source / "data" / DUMP)
     write_dump(source, seed=3)  # new files: processed again
+    assert requested_dumps(tick(instance, source, result.cursor)) == [DUMP]
+
+
+@pytest.mark.parametrize("status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED])
+def test_a_dump_whose_run_is_queued_or_in_progress_waits_for_it(instance, source, status):
+    write_dump(source)
+    run_id = unfinished_run(instance, DUMP, status)  # a UI backfill's, or the CLI's
+    result = tick(instance, source)
+    assert requested_dumps(result) == []
+    assert f"run {run_id} of this dump is queued or in progress" in result.skip_reason.skip_message
+    instance.report_run_failed(instance.get_run_by_id(run_id))
     assert requested_dumps(tick(instance, source, result.cursor)) == [DUMP]
 
 

@@ -28,6 +28,7 @@ from fw_assets_tests.dagster_services import (
     assert_check_results_belong_to_their_dumps,
     assert_every_asset_materialized,
     assert_whole_chain_succeeded,
+    backfill_again_then_cli,
     chain_asset_keys,
     dagster_cli,
     find_chromium,
@@ -298,3 +299,35 @@ def test_a_checks_page_shows_one_dumps_result_on_that_dumps_materialization(serv
     print(f"check page screenshot: {shot}")
     # "Target materialization" links to the run that materialized this dump
     assert any(link.endswith(f"/runs/{run_id}") for link in chromium.links()), chromium.links()
+
+
+@dataclass(frozen=True)
+class RepeatedDumps:
+    """The first two dumps backfilled again (same files: the same band keys), then the third
+    materialized from the CLI, with `stale_dedup` running throughout (issue 28)."""
+
+    runs: list[dict]  # every run launched meanwhile
+    settled: dict[str, tuple[str, list[str]]]  # what the UI then says of each dump's decisions
+
+
+@pytest.fixture(scope="module")
+def repeated(services, world, cli_run) -> RepeatedDumps:
+    dumps = [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]
+    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    runs = backfill_again_then_cli(services, dumps[:3], env, world["home"])
+    return RepeatedDumps(runs, decisions_staleness(services, dumps))
+
+
+def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
+    # the backfill's two runs and the CLI's, one each: stale_dedup re-ran nothing
+    assert sorted(tag(r, "dagster/partition") for r in repeated.runs) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
+    assert not [r for r in repeated.runs if tag(r, "dagster/sensor_name")]
+    assert repeated.settled == dict.fromkeys(repeated.settled, ("FRESH", []))  # what the UI shows
+    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    preview = dagster_cli("sensor", "preview", "stale_dedup", "-m", "fw_assets.definitions",
+                          env=env, cwd=world["home"])
+    assert "Every dump was decided against its earlier dumps' latest band keys" in preview, preview
+
+
+def test_after_the_repeated_runs_every_check_is_on_its_dumps_latest_materialization(services, repeated):
+    assert_check_results_belong_to_their_dumps(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS])

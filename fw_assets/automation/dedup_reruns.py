@@ -1,26 +1,45 @@
-"""The `stale_dedup` sensor: re-decides the later dumps after an earlier dump's band keys change.
+"""The `stale_dedup` sensor: re-decides a later dump when what its decisions read of an earlier
+dump changed.
 
-`deduplicated` of a dump reads the band keys of every earlier dump, so an earlier dump signed late
-(downloaded after its successors, or re-signed) leaves the later dumps' decisions stale: they were
-made without it. `minhash` records an observation of `band_key_index` when it publishes a dump, and
-Dagster records on each decision the newest `band_key_index` observation when its step began. Each
-tick requests `deduplicated` + `tokenized`, one run each, of every dump whose decisions began before
-some strictly earlier dump's newest observation: what Dagster shows as stale, and also from the
-101st dump on, where Dagster 1.13 stops computing it. A dump whose latest decisions failed (an
-earlier dump's file was damaged or from another policy, say) is requested again once an earlier
-dump is signed after that failure. The run key holds both ids, so a tick never asks twice for the
-same state. A dump whose own `minhash` is newer than its decisions and that has not failed since is
-mid-chain: its own run handles it. With a scope other than `across_dumps` no decision reads an
-earlier dump, so nothing gets stale.
+`deduplicated` of a dump reads the band keys and signatures of every earlier dump signed by then.
+When `minhash` publishes a dump it records an observation of `band_key_index` whose data version is
+the content version of those files (fw_assets.dedup.signature_files.content_version), and each
+decision records the content version of every earlier dump it was decided against (metadata
+`decided_against`). Three rules:
+
+1. By content: a dump's decisions are stale only when an earlier dump's latest version is not the
+   one they were decided against (it changed, or it was signed after them). An identical re-sign
+   requests nothing. Dagster's UI compares the same data versions, so it shows the same dumps
+   stale; the sensor computes it from the recorded versions, so also from the 101st dump on, where
+   Dagster 1.13 stops computing staleness.
+2. Never beside a dump's own run: a dump with a queued or in-progress run that decides it (UI,
+   CLI, sensor) is not requested; that run reads the current versions.
+3. Once per state: the run key holds the versions the run will decide against.
+
+A dump whose latest decisions failed (an earlier dump's file was damaged, say) is requested again
+once an earlier dump is signed after that failure. A dump published by `minhash` without its
+observation (the run was killed between the two) gets it recorded first, from the dump's generation
+record. With a scope other than `across_dumps` no decision reads an earlier dump: nothing is stale.
 """
 
-import dagster as dg
+import json
+from dataclasses import dataclass
 
+import dagster as dg
+import xxhash
+
+from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.band_key_lineage import DATA_VERSION_TAG, DECIDED_AGAINST, published
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.policy import MINHASH_POLICY, Scope
 from fw_assets.jobs import dump_chain_job
+from fw_assets.layout import publication_name
+from fw_assets.lib.publish import PublishedOutputChanged, published_generation
+from fw_assets.partitions import dump_partitions
+from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import fail_dead_runs
 from fw_assets.tokenizing.tokenized import tokenized
 
 MATERIALIZATION = dg.DagsterEventType.ASSET_MATERIALIZATION
@@ -28,50 +47,86 @@ OBSERVATION = dg.DagsterEventType.ASSET_OBSERVATION
 PLANNED = dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
 
 
-def stale_dumps(instance: dg.DagsterInstance) -> dict[str, tuple[int, int]]:
-    """Dump -> (storage id of its latest decisions, or of its failed attempt, and of the newest
-    earlier band_key_index observation) for every dump whose decisions began, or whose last attempt
-    was planned, before some earlier dump's newest observation."""
-    storage = instance.event_log_storage
-    signed = storage.get_latest_storage_id_by_partition(minhash.key, MATERIALIZATION)
-    observed = storage.get_latest_storage_id_by_partition(band_key_index.key, OBSERVATION)
-    decided = storage.get_latest_storage_id_by_partition(deduplicated.key, MATERIALIZATION)
-    planned = storage.get_latest_storage_id_by_partition(deduplicated.key, PLANNED)
-    seen = _index_seen_by_decisions(instance, list(decided.values()))
-    stale, newest_earlier = {}, 0
-    for dump in sorted(set(observed) | set(decided)):
-        if signed.get(dump, 0) > decided.get(dump, 0):  # signed since its decisions: mid-chain or failed
-            attempt = planned.get(dump, 0)
-            if newest_earlier > attempt > decided.get(dump, 0) and _attempt_over(instance, dump):
-                stale[dump] = (attempt, newest_earlier)
-        elif dump in decided and newest_earlier > seen[dump]:
-            stale[dump] = (decided[dump], newest_earlier)
-        newest_earlier = max(newest_earlier, observed.get(dump, 0))
-    return stale
+@dataclass(frozen=True)
+class Observed:
+    """The latest observation of a dump's band keys: its storage id and data version."""
+
+    storage_id: int
+    version: str
 
 
-def _attempt_over(instance: dg.DagsterInstance, dump: str) -> bool:
-    """Whether the run that last planned the dump's decisions has ended (so they failed), rather
-    than being queued or under way."""
-    planned = instance.event_log_storage.get_latest_planned_materialization_info(deduplicated.key, dump)
-    run = instance.get_run_by_id(planned.run_id) if planned else None
-    return run is None or run.is_finished
+def observed_versions(instance: dg.DagsterInstance) -> dict[str, Observed]:
+    """Dump -> its latest `band_key_index` observation."""
+    latest = instance.event_log_storage.get_latest_storage_id_by_partition(band_key_index.key, OBSERVATION)
+    if not latest:
+        return {}
+    records = instance.fetch_observations(
+        dg.AssetRecordsFilter(asset_key=band_key_index.key, storage_ids=list(latest.values())), limit=len(latest)
+    ).records
+    return {
+        r.partition_key: Observed(r.storage_id, r.asset_observation.tags.get(DATA_VERSION_TAG, ""))
+        for r in records
+    }
 
 
-def _index_seen_by_decisions(instance: dg.DagsterInstance, storage_ids: list[int]) -> dict[str, int]:
-    """Dump -> the newest band_key_index observation when its decisions' step began, as Dagster
-    recorded it in their provenance (0: none, or decided before the index existed)."""
+def record_missing_observations(
+    instance: dg.DagsterInstance, storage: FineWebStorage, log
+) -> dict[str, Observed]:
+    """Record the observation of each dump whose published minhash holds another content version
+    than its latest observation (its run was killed between publishing and observing); returns
+    the observations then."""
+    observed = observed_versions(instance)
+    missing = []
+    for dump in dump_partitions.get_partition_keys():
+        try:
+            with published_generation(storage.output_root, publication_name("minhash", dump), dump) as record:
+                version = record and record["contents"].get("content_version")
+        except PublishedOutputChanged as error:
+            log(f"{dump}: {error}")
+            continue
+        if version and (dump not in observed or observed[dump].version != version):
+            instance.report_runless_asset_event(published(dump, version, record["generation"]))
+            missing.append(dump)
+    for dump in missing:
+        log(f"{dump}: its minhash was published without its band_key_index observation; recorded it")
+    return observed_versions(instance) if missing else observed
+
+
+def decided_against(instance: dg.DagsterInstance, storage_ids: list[int]) -> dict[str, dict[str, str]]:
+    """Dump -> the earlier dumps' versions its latest decisions were decided against."""
     if not storage_ids:
         return {}
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=deduplicated.key, storage_ids=storage_ids), limit=len(storage_ids)
     ).records
-    seen = {}
+    against = {}
     for record in records:
-        provenance = dg.DataProvenance.from_tags(record.asset_materialization.tags or {})
-        pointer = provenance.input_storage_ids.get(band_key_index.key) if provenance else None
-        seen[record.partition_key] = pointer or 0
-    return seen
+        entry = record.asset_materialization.metadata.get(DECIDED_AGAINST)
+        against[record.partition_key] = entry.value if entry else {}  # decided before versions were
+    return against
+
+
+def stale_dumps(instance: dg.DagsterInstance, observed: dict[str, Observed]) -> dict[str, str]:
+    """Dump -> the run key of its re-decision, for every dump whose decisions are stale (module
+    docstring) and that has no queued or in-progress run deciding it."""
+    storage = instance.event_log_storage
+    signed = storage.get_latest_storage_id_by_partition(minhash.key, MATERIALIZATION)
+    decided = storage.get_latest_storage_id_by_partition(deduplicated.key, MATERIALIZATION)
+    planned = storage.get_latest_storage_id_by_partition(deduplicated.key, PLANNED)
+    against = decided_against(instance, list(decided.values()))
+    busy = unfinished_runs(instance, deduplicated.key)
+    stale = {}
+    for dump in sorted((set(signed) | set(decided)) - set(busy)):
+        versions = {d: o.version for d, o in observed.items() if d < dump}
+        if signed.get(dump, 0) > decided.get(dump, 0):  # signed since its decisions, no run: failed
+            attempt = planned.get(dump, 0)
+            newest = max((i for d, i in signed.items() if d < dump), default=0)
+            if newest > attempt > decided.get(dump, 0):
+                stale[dump] = f"{dump}@attempt{attempt}-signed{newest}"
+        elif dump in decided and any(against[dump].get(d) != v for d, v in versions.items()):
+            state = xxhash.xxh3_64(json.dumps(versions, sort_keys=True).encode()).hexdigest()
+            stale[dump] = f"{dump}@dedup{decided[dump]}-against{state}"
+    return stale
 
 
 @dg.sensor(
@@ -79,23 +134,26 @@ def _index_seen_by_decisions(instance: dg.DagsterInstance, storage_ids: list[int
     job=dump_chain_job,
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Re-runs deduplicated and tokenized of each dump whose decisions predate an "
-    "earlier dump's latest band keys (band_key_index; one run per dump).",
+    description="Re-runs deduplicated and tokenized of each dump decided against other band keys "
+    "of an earlier dump than its latest (band_key_index data versions; one run per dump and state), "
+    "unless a run of that dump is queued or in progress.",
 )
-def stale_dedup(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+def stale_dedup(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> dg.SensorResult:
     if MINHASH_POLICY.scope != Scope.ACROSS_DUMPS:
         return dg.SensorResult(skip_reason=f"Scope {MINHASH_POLICY.scope}: no decision reads an earlier dump.")
-    stale = stale_dumps(context.instance)
-    requests = [
-        dg.RunRequest(
-            run_key=f"{dump}@dedup{attempt}-index{newest}",
-            partition_key=dump,
-            asset_selection=[deduplicated.key, tokenized.key],
-        )
-        for dump, (attempt, newest) in stale.items()
-    ]
+    # a dead run of this host would otherwise count as in progress for good
+    fail_dead_runs(context.instance, context.log.warning)
+    observed = record_missing_observations(context.instance, storage, context.log.info)
+    stale = stale_dumps(context.instance, observed)
     for dump in stale:
-        context.log.info(f"{dump}: its decisions predate an earlier dump's band keys; re-deciding it")
-    if requests:
-        return dg.SensorResult(run_requests=requests)
-    return dg.SensorResult(skip_reason="Every dump's decisions are newer than its earlier dumps' band keys.")
+        context.log.info(f"{dump}: decided against other band keys of an earlier dump; re-deciding it")
+    if stale:
+        return dg.SensorResult(
+            run_requests=[
+                dg.RunRequest(run_key=key, partition_key=dump, asset_selection=[deduplicated.key, tokenized.key])
+                for dump, key in stale.items()
+            ]
+        )
+    return dg.SensorResult(
+        skip_reason="Every dump was decided against its earlier dumps' latest band keys, or has a run under way."
+    )

@@ -5,7 +5,8 @@ fw_assets.lib.dump_files) and whose fingerprint (names, sizes, mtimes) differs f
 requested gets one run of the whole chain. The run key holds the fingerprint, so a repeated tick, a
 daemon restart or a lost cursor never requests the same files twice, and changed files are requested
 again. A dump first seen already materialized from exactly these files (a UI backfill or the CLI got
-there first) is recorded without a run. The cursor is this sensor's own JSON:
+there first) is recorded without a run. A dump with a queued or in-progress run (UI, CLI, sensor)
+waits for it to end: never a second run beside it. The cursor is this sensor's own JSON:
 {"requested": {dump: fingerprint}}.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
+from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.bucketing.raw import raw
 from fw_assets.jobs import dump_chain_job
 from fw_assets.layout import source_data_dir
@@ -68,8 +70,9 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
         )
     settle = settings.sensor_settle_seconds()
     is_processed = _processed_checker(context)
+    busy = unfinished_runs(context.instance)
     decisions = {
-        dump: _decide(dump, folder, requested.get(dump), settle, is_processed)
+        dump: _decide(dump, folder, requested.get(dump), settle, is_processed, busy.get(dump))
         for dump, folder in folders.items()
     }
     requests = []
@@ -98,8 +101,10 @@ def _decide(
     last_requested: str | None,
     settle_seconds: int,
     is_processed: Callable[[DumpFolderState], bool],
+    unfinished_run: str | None,
 ) -> Decision:
-    """What to do about one dump folder this tick."""
+    """What to do about one dump folder this tick (`unfinished_run`: the id of a queued or
+    in-progress run of the dump, if any)."""
     if dump not in dump_partitions.get_partition_keys():
         return Decision(
             "wait",
@@ -115,6 +120,10 @@ def _decide(
         return Decision("wait", f"files changed while being looked at ({error.filename}); next tick")
     if not ready.ready:
         return Decision("wait", ready.reason, state)
+    if unfinished_run:  # never beside the dump's own run: after it, these files may be processed
+        return Decision(
+            "wait", f"run {unfinished_run} of this dump is queued or in progress; next tick after it", state
+        )
     if last_requested is None and is_processed(state):
         return Decision("adopt", "already materialized from these files; not requested again", state)
     return Decision("request", f"{ready.reason}; requesting a run (files {state.fingerprint})", state)

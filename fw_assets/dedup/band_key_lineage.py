@@ -11,6 +11,8 @@ from fw_assets.partitions import dump_partitions
 BAND_KEY_INDEX = dg.AssetKey("band_key_index")
 # Set on the observation it is Dagster's data version; the tag is not exported by `dagster`.
 DATA_VERSION_TAG = "dagster/data_version"
+# The metadata of `deduplicated`: {earlier dump: its content version when the dump was decided}.
+DECIDED_AGAINST = "decided_against"
 
 
 def later_dumps() -> dg.StaticPartitionMapping:
@@ -19,12 +21,13 @@ def later_dumps() -> dg.StaticPartitionMapping:
     return dg.StaticPartitionMapping({key: keys[i + 1:] for i, key in enumerate(keys[:-1])})
 
 
-def published(dump: str, generation: str) -> dg.AssetObservation:
-    """The observation of `band_key_index` that `minhash` records once a dump's files are
-    published: its data version is that publication's generation."""
+def published(dump: str, content_version: str, generation: str) -> dg.AssetObservation:
+    """The observation of `band_key_index` recorded once a dump's minhash files are published: its
+    data version is the content version of what later decisions read of them
+    (fw_assets.dedup.signature_files.content_version), so an identical re-sign changes nothing."""
     return dg.AssetObservation(
         asset_key=BAND_KEY_INDEX,
         partition=dump,
-        tags={DATA_VERSION_TAG: generation},
-        metadata={"generation": generation},
+        tags={DATA_VERSION_TAG: content_version},
+        metadata={"content_version": content_version, "generation": generation},
     )

@@ -1,10 +1,14 @@
 """`deduplicated`: one near-duplicate decision per bucketed id of a dump, `dedup/<dump>.parquet`.
 
-A dump is decided against its own minhash file and the minhash files of every earlier dump that
-has one (fw_assets.dedup.decide): a dump never downloaded has none and does not block. Decisions
-never change older dumps', so one run per dump writes only its own file.
+A dump is decided against its own minhash file and the minhash files of every earlier dump signed
+(fw_assets.dedup.decide): a dump never downloaded has no files and does not block, but one whose
+files are there without their generation record, or do not match it, is refused by name. The
+decisions record the content version of each earlier dump they were decided against (generation
+record and metadata), from which `stale_dedup` tells when they are stale. Decisions never change
+older dumps', so one run per dump writes only its own file.
 """
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -16,7 +20,7 @@ import duckdb
 
 from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.dedup.band_key_index import band_key_index
-from fw_assets.dedup.band_key_lineage import later_dumps
+from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, later_dumps
 from fw_assets.dedup.checks import DEDUPLICATED_CHECK_SPECS
 from fw_assets.dedup.contract import (
     CONTRACT_SQL,
@@ -28,16 +32,17 @@ from fw_assets.dedup.contract import (
 from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.policy import MINHASH_POLICY, Scope
-from fw_assets.dedup.signature_files import MinhashFileError
+from fw_assets.dedup.signature_files import MinhashFileError, content_version
 from fw_assets.layout import (
     dedup_path,
     generation_record_path,
+    minhash_files,
     minhash_path,
     publication_name,
     recorded_bucket_files,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
@@ -61,7 +66,7 @@ EARLIER_BAND_KEYS = (
     else []
 )
 # A decision row (id, bucket, pointer, similarity) compresses to well under 100 bytes.
-DECISION_SPACE = SpaceNeed(0, "under 100 bytes per document")
+BYTES_PER_DECISION = 100
 
 
 @dg.asset(
@@ -80,23 +85,24 @@ def deduplicated(
     dump, root, log = context.partition_key, storage.output_root, context.log.info
     started, cpu_started = time.monotonic(), time.process_time()
     with (
-        heavy_step(context, root, DUCKDB_POOL, DECISION_SPACE),
+        heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
         staged_publication(root, publication_name("dedup", dump), dump, log) as staging,
         _published_inputs(root, dump, log) as inputs,
         warehouse.connect(spill_dir(root)) as con,
     ):
         staged = staging.path / f"{dump}.parquet"
         try:
-            summary = decide_dump(
-                con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
-                threads=warehouse.thread_count(),
-            )
+            with naming(staging.path):
+                summary = decide_dump(
+                    con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
+                    threads=warehouse.thread_count(),
+                )
         except MinhashFileError as error:
             raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
         decide_seconds = time.monotonic() - started
         outcomes = check_decisions(con, dump, staged, inputs.bucketed, inputs.minhash, MINHASH_POLICY)
         report = ContractReport(dump, "deduplicated", outcomes)
-        metadata = _metadata(con, dump, staged, inputs.minhash, summary, len(inputs.earlier()))
+        metadata = _metadata(con, dump, staged, inputs, summary)
         yield from report.refuse_if_blocked()
         staging.publish({dedup_path(root, dump): staged}, inputs.record_contents())
     seconds = time.monotonic() - started
@@ -114,11 +120,13 @@ def deduplicated(
 @dataclass(frozen=True)
 class DecisionInputs:
     """What one dump's decisions read: the minhash files of the dump and of every earlier dump that
-    has one (dump -> path, crawl order), their generations, and the dump's bucketed files."""
+    has one (dump -> path, crawl order), their generations, the content versions of the earlier
+    ones, and the dump's bucketed files."""
 
     dump: str
     minhash: dict[str, Path]
     generations: dict[str, str]
+    earlier_versions: dict[str, str]
     bucketed: list[Path]
 
     def earlier(self) -> dict[str, Path]:
@@ -126,7 +134,11 @@ class DecisionInputs:
 
     def record_contents(self) -> dict:
         """What the decisions' generation record says they were decided from."""
-        return {"earlier_dumps": sorted(self.earlier()), "minhash_generations": self.generations}
+        return {
+            "earlier_dumps": sorted(self.earlier()),
+            "minhash_generations": self.generations,
+            "decided_against": self.earlier_versions,
+        }
 
 
 @contextmanager
@@ -152,21 +164,60 @@ def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInput
                     "Nothing was published."
                 )
         signed = {d: record for d, record in records.items() if record}
+        earlier_versions = {}
+        if MINHASH_POLICY.scope == Scope.ACROSS_DUMPS:
+            for d in (d for d, record in records.items() if d < dump and record is None):
+                _refuse_unrecorded_files(root, dump, d)
+            earlier_versions = {d: _earlier_version(root, dump, d, r) for d, r in signed.items() if d < dump}
         yield DecisionInputs(
             dump,
             {d: minhash_path(root, d) for d in signed},
             {d: record["generation"] for d, record in signed.items()},
+            earlier_versions,
             [p for _, paths in recorded_bucket_files(root, bucketed).values() for p in paths],
         )
 
 
+def _refuse_unrecorded_files(root: Path, dump: str, earlier: str) -> None:
+    """An earlier dump without a minhash generation record but with minhash files anyway (a deleted
+    record, files copied in) is refused: leaving it out would silently drop every match to it."""
+    found = [str(p) for p in minhash_files(minhash_path(root, earlier)) if p.exists()]
+    if found:
+        raise dg.Failure(
+            f"Dump {dump}: the earlier dump {earlier} has minhash files ({', '.join(found)}) but no "
+            f"generation record ({generation_record_path(root, publication_name('minhash', earlier))}), "
+            f"so nothing says they are whole and current. Nothing was published. Materialize minhash "
+            f"of {earlier} again (or delete those files if {earlier} must not count), then run it again."
+        )
+
+
+def _earlier_version(root: Path, dump: str, earlier: str, record: dict) -> str:
+    """The content version of an earlier dump's minhash files, refused unless it is the one its
+    generation record holds (a record from before content versions holds none)."""
+    path = minhash_path(root, earlier)
+    try:
+        version = content_version(path)
+    except MinhashFileError as error:
+        raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
+    recorded = record["contents"].get("content_version", version)
+    if version != recorded:
+        raise dg.Failure(
+            f"Dump {dump}: the minhash files of the earlier dump {earlier} ({path} and the files "
+            f"beside it) hold content {version}, not the {recorded} of their generation record "
+            f"{record['generation']}: they were replaced outside the pipeline. Nothing was published. "
+            f"Materialize minhash of {earlier} again, then run it again."
+        )
+    return version
+
+
+def _space_needed(root: Path, dump: str) -> SpaceNeed:
+    record = generation_record_path(root, publication_name("minhash", dump))
+    documents = json.loads(record.read_text())["contents"]["documents"] if record.is_file() else 0
+    return SpaceNeed(documents * BYTES_PER_DECISION, f"under {BYTES_PER_DECISION} bytes per signed document")
+
+
 def _metadata(
-    con: duckdb.DuckDBPyConnection,
-    dump: str,
-    decisions: Path,
-    minhash_files: dict[str, Path],
-    summary: DecisionSummary,
-    earlier_dumps: int,
+    con: duckdb.DuckDBPyConnection, dump: str, decisions: Path, inputs: DecisionInputs, summary: DecisionSummary
 ) -> dict:
     buckets = bucket_drops(con, decisions, dump)
     metadata = {
@@ -175,7 +226,7 @@ def _metadata(
         "dropped_within_dump": summary.dropped_within_dump,
         "dropped_against_earlier": summary.dropped_against_earlier,
         "kept": summary.documents - summary.dropped_within_dump - summary.dropped_against_earlier,
-        "earlier_dumps_read": earlier_dumps,
+        "earlier_dumps_read": len(inputs.earlier()),
         "policy": FINGERPRINT,
         "scope": str(MINHASH_POLICY.scope),
     }
@@ -193,5 +244,14 @@ def _metadata(
         )
     )
     metadata["similarity_of_drops"] = dg.MetadataValue.md(similarity_histogram(con, decisions))
-    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, minhash_files))
+    metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, inputs.minhash))
+    # Read by `stale_dedup`: the decisions are stale once an earlier dump's version is another.
+    metadata[DECIDED_AGAINST] = dg.MetadataValue.json(inputs.earlier_versions)
+    metadata["earlier_dumps"] = dg.MetadataValue.md(
+        table(
+            ["earlier dump", "content version (band_key_index data version)", "minhash generation"],
+            [(d, f"`{v}`", f"`{inputs.generations[d]}`") for d, v in inputs.earlier_versions.items()],
+        )
+        if inputs.earlier_versions else f"No earlier dump read (scope {MINHASH_POLICY.scope}, or none signed)."
+    )
     return metadata

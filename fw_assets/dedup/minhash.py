@@ -9,7 +9,7 @@ import dagster as dg
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.band_key_lineage import published as band_key_index_published
 from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.dedup.signature_files import write_minhash_file
+from fw_assets.dedup.signature_files import BucketedFileError, content_version, write_minhash_file
 from fw_assets.layout import (
     generation_record_path,
     minhash_files,
@@ -18,7 +18,7 @@ from fw_assets.layout import (
     recorded_bucket_files,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
@@ -73,17 +73,29 @@ def minhash(
             for path in paths
         ]
         staged = staging.path / f"{dump}.parquet"
-        with warehouse.connect(spill_dir(root)) as con:
-            summary = write_minhash_file(
-                con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
-            )
+        with warehouse.connect(spill_dir(root)) as con, naming(staging.path):
+            try:
+                summary = write_minhash_file(
+                    con, sources, staged, dump, MINHASH_POLICY, threads=warehouse.thread_count()
+                )
+            except BucketedFileError as error:
+                raise dg.Failure(
+                    f"Dump {dump}: {error}. Nothing was published. Materialize `bucketed` of this dump "
+                    "again (it is rebuilt from the source), then `minhash`."
+                ) from error
         target = minhash_path(root, dump)
+        version = content_version(staged)
         record = staging.publish(
             dict(zip(minhash_files(target), minhash_files(staged))),
-            {"documents": summary.documents, "bucketed_generation": bucketed_record["generation"]},
+            {
+                "documents": summary.documents,
+                "bucketed_generation": bucketed_record["generation"],
+                "content_version": version,
+            },
         )
-    # at once, so later dumps' decisions made from here on count as having read these keys
-    context.log_event(band_key_index_published(dump, record["generation"]))
+    # at once, so later dumps' decisions made from here on count as having read these keys (a kill
+    # before it: `stale_dedup` records it from the generation record)
+    context.log_event(band_key_index_published(dump, version, record["generation"]))
     seconds = time.monotonic() - started
     return dg.MaterializeResult(
         metadata={
@@ -95,6 +107,7 @@ def minhash(
             ),
             "seconds": round(seconds, 2),
             "documents_per_second": round(summary.documents / max(seconds, 1e-9)),
+            "content_version": version,
             "policy": FINGERPRINT,
             "bands_x_rows": f"{MINHASH_POLICY.bands} x {MINHASH_POLICY.rows}",
             **warehouse.cores_metadata(),

@@ -39,7 +39,12 @@ from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import signatures_path, sorted_keys_path
-from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
+from fw_assets.lib.checked_arrow import (
+    CheckedArrowWriter,
+    content_digest,
+    read_arrow_schema,
+    read_checked_arrow,
+)
 from fw_assets.lib.ordered_map import ordered_map
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
@@ -50,6 +55,10 @@ TEXT_START_CHARS = 80
 
 class MinhashFileError(ValueError):
     """A minhash file that cannot be used: unreadable, wrong columns, or another policy's."""
+
+
+class BucketedFileError(ValueError):
+    """A bucketed file that cannot be read whole; the message names it and the row group."""
 
 
 def signed_schema(policy: MinhashPolicy, dump: str) -> pa.Schema:
@@ -144,9 +153,23 @@ def write_signed(
 def _batches(
     sources: Sequence[tuple[str, Path]], rows: int
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Each file's rows, a row group at a time, so that a damaged page is named with its group."""
     for bucket, path in sources:
-        for batch in pq.ParquetFile(path).iter_batches(rows, columns=["id", "text", "score"]):
-            yield bucket, batch
+        try:
+            file = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as error:
+            message = f"the bucketed file {path} is damaged: its footer cannot be read ({error})"
+            raise BucketedFileError(message) from error
+        groups = file.metadata.num_row_groups
+        for group in range(groups):
+            try:
+                batches = list(file.iter_batches(rows, row_groups=[group], columns=["id", "text", "score"]))
+            except (OSError, pa.ArrowException) as error:
+                raise BucketedFileError(
+                    f"the bucketed file {path} is damaged: row group {group} (of {groups}) cannot be read ({error})"
+                ) from error
+            for batch in batches:
+                yield bucket, batch
 
 
 def _signed_batch(
@@ -191,6 +214,16 @@ def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
     _check_file(path, pq.read_schema, minhash_schema(policy, ""), policy, dump)
     _check_file(signatures_path(path), read_arrow_schema, signatures_schema(policy, ""), policy, dump)
     _check_file(sorted_keys_path(path), read_arrow_schema, SORTED_KEYS_SCHEMA, policy, dump)
+
+
+def content_version(path: Path) -> str:
+    """The version of what a later dump's decisions read of the minhash file at `path`: a digest of
+    its sorted keys and signatures (from the digests they carry). A dump signed again from the same
+    documents under the same policy gets the same version."""
+    try:
+        return content_digest([sorted_keys_path(path), signatures_path(path)])
+    except ValueError as error:
+        raise MinhashFileError(f"{error}; re-materialize its minhash") from error
 
 
 def read_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) -> pa.Table:

@@ -56,6 +56,18 @@ def explaining_disk_errors(output_root: Path, partition: str, step: str, need: S
         raise OutputDiskError(_message(kind, where, output_root, partition, step, need, cause)) from error
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Give an operating-system error raised without a file name (Arrow's writers raise them) the
+    `path` being written, so that a full or read-only disk is reported where it happened."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename or not error.errno:
+            raise
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+
+
 def _message(
     kind: str, where: Path, output_root: Path, partition: str, step: str, need: SpaceNeed, cause: str
 ) -> str:

@@ -3,6 +3,7 @@ planted near-duplicates: drops and checks on the right dump, stale later dumps r
 `stale_dedup` sensor to the same bytes as in crawl order, a bad
 earlier file named with nothing published, the explain command, a repeated dump warned about."""
 
+import json
 import math
 import re
 import shutil
@@ -21,11 +22,19 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.policy import MinhashPolicy, Scope
 from fw_assets.definitions import defs
-from fw_assets.layout import dedup_path, minhash_path, signatures_path, sorted_keys_path, source_dump_dir
+from fw_assets.layout import (
+    dedup_path,
+    generation_record_path,
+    minhash_path,
+    publication_name,
+    signatures_path,
+    sorted_keys_path,
+    source_dump_dir,
+)
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import CHAIN, damage_arrow_values, materialize_dump
+from fw_assets_tests.helpers import CHAIN, damage_arrow_values, materialize_dump, resources
 
 EARLY, LATE = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
 ROWS = 1_500
@@ -46,6 +55,12 @@ def in_order(source, tmp_path_factory) -> tuple[Path, dict[str, dg.ExecuteInProc
     with dg.DagsterInstance.ephemeral() as instance:
         results = {d: materialize_dump(source, output, d, instance=instance) for d in (EARLY, LATE)}
     return output, results
+
+
+def sensor_context(instance: dg.DagsterInstance, source: Path, output: Path) -> dg.SensorEvaluationContext:
+    return dg.build_sensor_context(
+        instance=instance, definitions=defs, resources={"storage": resources(source, output)["storage"]}
+    )
 
 
 def materialization(result: dg.ExecuteInProcessResult, asset) -> dict:
@@ -156,23 +171,22 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
         materialize_dump(
             source, output, LATE, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER
         )
-        context = dg.build_sensor_context(instance=instance, definitions=defs)
-        assert not stale_dedup(context).run_requests  # nothing earlier yet
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests  # nothing earlier yet
         materialize_dump(source, output, EARLY, instance=instance)  # downloaded late
-        requests = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        requests = stale_dedup(sensor_context(instance, source, output)).run_requests
         assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
             (LATE, {deduplicated.key, tokenized.key})
         ]
         with monkeypatch.context() as scope:  # decided each on its own, nothing is stale
             scope.setattr(dedup_reruns, "MINHASH_POLICY", MinhashPolicy(scope=Scope.WITHIN_DUMP))
-            result = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs))
+            result = stale_dedup(sensor_context(instance, source, output))
             assert not result.run_requests and "within_dump" in result.skip_reason.skip_message
         first_pass = dedup_path(output, LATE).read_bytes()
         materialize_dump(  # the run the sensor asked for
             source, output, LATE, instance=instance, assets=[deduplicated, tokenized],
             extra_resources=TOKENIZER,
         )
-        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
     in_order_output, _ = in_order
     for dump in (EARLY, LATE):
         assert dedup_path(output, dump).read_bytes() == dedup_path(in_order_output, dump).read_bytes()
@@ -196,6 +210,42 @@ def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(
     assert dedup_path(output, LATE).read_bytes() == before
 
 
+def failure_message(result: dg.ExecuteInProcessResult) -> str:
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    return failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
+
+
+def test_an_earlier_dump_with_files_but_no_generation_record_is_refused_by_name(source, in_order, tmp_path):
+    output = tmp_path / "unrecorded"
+    shutil.copytree(in_order[0], output)
+    record = generation_record_path(output, publication_name("minhash", EARLY))
+    record.unlink()
+    before = dedup_path(output, LATE).read_bytes()
+    result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
+    message = failure_message(result)
+    for expected in (f"Dump {LATE}: the earlier dump {EARLY} has minhash files", str(minhash_path(output, EARLY)),
+                     f"no generation record ({record})", "Nothing was published", f"Materialize minhash of {EARLY}"):
+        assert expected in message, message
+    assert dedup_path(output, LATE).read_bytes() == before
+
+
+def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(source, in_order, tmp_path):
+    output = tmp_path / "replaced"
+    shutil.copytree(in_order[0], output)
+    record_path = generation_record_path(output, publication_name("minhash", EARLY))
+    record = json.loads(record_path.read_text())
+    record["contents"]["content_version"] = "0123456789abcdef"  # the record of other files, same sizes
+    record_path.write_text(json.dumps(record))
+    before = dedup_path(output, LATE).read_bytes()
+    result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
+    message = failure_message(result)
+    for expected in (f"Dump {LATE}: the minhash files of the earlier dump {EARLY}", str(minhash_path(output, EARLY)),
+                     "not the 0123456789abcdef of their generation record", "Nothing was published",
+                     f"Materialize minhash of {EARLY} again"):
+        assert expected in message, message
+    assert dedup_path(output, LATE).read_bytes() == before
+
+
 def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_it_is_re_signed(
     source, in_order, tmp_path
 ):
@@ -207,14 +257,14 @@ def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_i
             source, output, LATE, instance=instance, assets=[minhash, deduplicated], raise_on_error=False
         )
         assert not failed.success
-        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
         materialize_dump(source, output, EARLY, instance=instance, assets=[minhash])  # repaired
-        requests = stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        requests = stale_dedup(sensor_context(instance, source, output)).run_requests
         assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
             (LATE, {deduplicated.key, tokenized.key})
         ]
         materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated])
-        assert not stale_dedup(dg.build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
     assert dedup_path(output, LATE).read_bytes() == dedup_path(in_order[0], LATE).read_bytes()
 
 
