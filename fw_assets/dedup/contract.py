@@ -158,8 +158,9 @@ def example_pairs(
     pairs = con.execute(
         load_sql("dedup_example_pairs"), {"decisions": str(decisions), "dump": dump, "limit": EXAMPLE_PAIRS}
     ).fetchall()
+    pairs.sort()  # shown by id
     wanted: dict[str, set[str]] = {dump: {doc for doc, *_ in pairs}}
-    for _, other, other_dump, _ in pairs:
+    for _, other, other_dump, *_ in pairs:
         wanted.setdefault(other_dump, set()).add(other)
     starts = {
         (source_dump, doc): start
@@ -171,10 +172,11 @@ def example_pairs(
         (
             _code(doc), dump, _code(other), other_dump, round(similarity, 3),
             _quote(starts.get((dump, doc))), _quote(starts.get((other_dump, other))),
+            "within the dump" if within else "an earlier dump",
         )
-        for doc, other, other_dump, similarity in pairs
+        for doc, other, other_dump, similarity, within in pairs
     ]
-    header = ["dropped id", "dump", "duplicate of", "its dump", "similarity", "dropped text", "its text"]
+    header = ["dropped id", "dump", "duplicate of", "its dump", "similarity", "dropped text", "its text", "match"]
     return table(header, rows)
 
 

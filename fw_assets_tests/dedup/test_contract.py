@@ -4,17 +4,19 @@ and a decision missing through the asset itself."""
 
 from collections.abc import Callable
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.dedup.contract import check_decisions
+from fw_assets.dedup.contract import EXAMPLE_PAIRS, check_decisions, example_pairs
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.policy import MINHASH_POLICY
 from fw_assets.layout import bucketed_files, dedup_path, minhash_path, publication_name
 from fw_assets.policy import SEED_POLICY
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.contract_cases import line_of, refusal
+from fw_assets_tests.dedup.test_deduplicated import example_rows
 from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size, writable_copy
 
 EARLY, LATE = SAMPLE_DUMPS
@@ -113,3 +115,24 @@ def test_a_decision_missing_fails_the_asset_and_keeps_the_published_decisions(
     assert f"Dump {LATE} failed the deduplicated contract" in message
     assert "1 row" in line_of(message, "decision_missing") and UNKNOWN in message
     assert published_tree(output) == before, "the decisions and their record are unchanged"
+
+
+def test_example_pairs_show_both_kinds_of_drop_half_and_half_labelled(tmp_path):
+    """The UI's example pairs: drops within the dump and against an earlier dump, half each when both
+    have enough, ordered by id, each labelled with its kind."""
+    dump, earlier = "CC-MAIN-2014-10", "CC-MAIN-2013-20"
+    rows = [
+        {"id": f"w{i:02}", "bucket": "3.0", "keep": False, "duplicate_of": f"k{i:02}", "duplicate_of_dump": dump,
+         "similarity": 0.9}
+        for i in range(12)
+    ] + [
+        {"id": f"e{i:02}", "bucket": "3.0", "keep": False, "duplicate_of": f"x{i:02}", "duplicate_of_dump": earlier,
+         "similarity": 0.8}
+        for i in range(12)
+    ]
+    decisions = tmp_path / "decisions.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), decisions)
+    shown = example_rows(example_pairs(duckdb.connect(), dump, decisions, {}))
+    assert len(shown) == EXAMPLE_PAIRS
+    assert [r[0].strip("`") for r in shown] == [f"e{i:02}" for i in range(5)] + [f"w{i:02}" for i in range(5)]
+    assert {(r[3], r[7]) for r in shown} == {(dump, "within the dump"), (earlier, "an earlier dump")}

@@ -144,8 +144,10 @@ def test_drops_within_and_against_earlier_dumps_and_their_checks_on_the_right_du
     assert late["kept"] == late["documents"] - late["dropped_within_dump"] - late["dropped_against_earlier"]
     per_bucket = [v for k, v in late.items() if k.startswith("dropped_against_earlier_")]
     assert sum(per_bucket) == late["dropped_against_earlier"]
-    pairs = late["example_pairs"].splitlines()[2:]
+    pairs = example_rows(late["example_pairs"])
     assert len(pairs) == 10 and all(EARLY in row or LATE in row for row in pairs)
+    assert {row[7] for row in pairs} == {"an earlier dump"}  # the late dump drops nothing within itself
+    assert {row[7] for row in example_rows(early["example_pairs"])} == {"within the dump"}
     assert shown_text_starts(late["example_pairs"]) == text_starts(source, shown_ids(late["example_pairs"]))
     for dump in (EARLY, LATE):
         meta = materialization(results[dump], deduplicated)
