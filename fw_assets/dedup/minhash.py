@@ -31,7 +31,7 @@ SQL = ("dedup_sorted_keys",)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
     for name in (
-        "signature_files", "shingling.fused", "shingling.kernel", "shingling.code_points",
+        "signature_files", "content_versions", "shingling.fused", "shingling.kernel", "shingling.code_points",
         "shingling.definition", "signing", "sorted_keys", "row_groups", "policy",
     )
 ) + ("fw_assets.lib.checked_arrow", "fw_assets.lib.compiled")

@@ -27,8 +27,9 @@ class Scope(StrEnum):
 SHINGLING_VERSION = 1
 # Version of the `minhash` file's columns (fw_assets.dedup.signature_files); bump it when they
 # change, so that files written before are refused by the same fingerprint check. 2: `text_start` added;
-# 3: signatures and sorted keys in checksummed Arrow files beside it; 4: a digest per column.
-MINHASH_FILE_VERSION = 4
+# 3: signatures and sorted keys in checksummed Arrow files beside it; 4: a digest per column;
+# 5: the content version (fw_assets.dedup.content_versions) in the sorted keys file.
+MINHASH_FILE_VERSION = 5
 
 
 @dataclass(frozen=True)

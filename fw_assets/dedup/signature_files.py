@@ -33,22 +33,19 @@ import pyarrow.parquet as pq
 
 import duckdb
 
+from fw_assets.dedup.content_versions import ContentVersion
 from fw_assets.dedup.policy import MinhashPolicy
 from fw_assets.dedup.row_groups import in_row_groups, parquet_writer
 from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import signatures_path, sorted_keys_path
-from fw_assets.lib.checked_arrow import (
-    CheckedArrowWriter,
-    content_digest,
-    read_arrow_schema,
-    read_checked_arrow,
-)
+from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
 from fw_assets.lib.ordered_map import ordered_map
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
 DUMP_KEY = b"fw_assets.minhash.dump"
+CONTENT_VERSION_KEY = b"fw_assets.minhash.content_version"  # in the sorted keys file
 ROW_GROUP_ROWS = 65_536
 TEXT_START_CHARS = 80
 
@@ -137,7 +134,7 @@ def write_signed(
     and its sorted keys (with `con`); returns the documents written."""
     schema, parquet_schema = signed_schema(policy, dump), minhash_schema(policy, dump)
     signatures = signatures_schema(policy, dump)
-    documents = 0
+    version = ContentVersion()
     with (
         parquet_writer(output, parquet_schema) as parquet,
         CheckedArrowWriter(signatures_path(output), signatures) as arrow,
@@ -145,9 +142,10 @@ def write_signed(
         for table in in_row_groups(batches, schema, ROW_GROUP_ROWS):
             parquet.write_table(table.select(parquet_schema.names), row_group_size=ROW_GROUP_ROWS)
             arrow.write(table.select(signatures.names))
-            documents += table.num_rows
-    write_sorted_keys(con, output, sorted_keys_path(output), schema.metadata)
-    return documents
+            version.add(table)
+    metadata = {**schema.metadata, CONTENT_VERSION_KEY: version.hexdigest().encode()}
+    write_sorted_keys(con, output, sorted_keys_path(output), metadata)
+    return version.documents
 
 
 def _batches(
@@ -217,13 +215,17 @@ def check_minhash_file(path: Path, policy: MinhashPolicy, dump: str) -> None:
 
 
 def content_version(path: Path) -> str:
-    """The version of what a later dump's decisions read of the minhash file at `path`: a digest of
-    its sorted keys and signatures (from the digests they carry). A dump signed again from the same
-    documents under the same policy gets the same version."""
+    """The version of what a later dump's decisions read of the minhash file at `path`, whatever
+    the order of its documents (fw_assets.dedup.content_versions), as written in its sorted keys
+    file. A dump signed again from the same documents under the same policy gets the same version."""
+    keys = sorted_keys_path(path)
     try:
-        return content_digest([sorted_keys_path(path), signatures_path(path)])
-    except ValueError as error:
-        raise MinhashFileError(f"{error}; re-materialize its minhash") from error
+        version = (read_arrow_schema(keys).metadata or {}).get(CONTENT_VERSION_KEY)
+    except (OSError, pa.ArrowException) as error:
+        raise MinhashFileError(f"{keys}: not a readable Arrow file ({error}); re-materialize its minhash") from error
+    if version is None:
+        raise MinhashFileError(f"{keys}: written before content versions; re-materialize its minhash")
+    return version.decode()
 
 
 def read_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) -> pa.Table:

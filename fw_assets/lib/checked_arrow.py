@@ -74,24 +74,6 @@ def read_arrow_schema(path: Path) -> pa.Schema:
     return pa.ipc.open_file(pa.memory_map(str(path))).schema
 
 
-def content_digest(paths: Sequence[Path]) -> str:
-    """A digest of what the checked Arrow files at `paths` hold, from their schemas and the digests
-    their batches carry (no column is read): equal files give equal digests, whenever written."""
-    digest = xxhash.xxh3_64()
-    for path in paths:
-        try:
-            reader = pa.ipc.open_file(pa.memory_map(str(path)))
-            digest.update(reader.schema.serialize())
-            for i in range(reader.num_record_batches):
-                batch, metadata = reader.get_batch_with_custom_metadata(i)
-                digest.update(str(batch.num_rows).encode())
-                for key, value in sorted((metadata or {}).items()):
-                    digest.update(key + b"=" + value)
-        except (OSError, pa.ArrowException) as error:
-            raise ValueError(f"{path}: not a readable Arrow file ({error})") from error
-    return digest.hexdigest()
-
-
 def _digest_key(column: str) -> bytes:
     return f"{DIGEST_KEY_PREFIX}{column}".encode()
 

@@ -14,6 +14,7 @@ from fw_assets.dedup.signature_files import (
     FINGERPRINT_KEY,
     MinhashFileError,
     check_minhash_file,
+    content_version,
     read_signatures,
     write_minhash_file,
 )
@@ -74,3 +75,23 @@ def test_the_file_carries_the_policy_fingerprint_and_other_policies_are_refused(
         check_minhash_file(tmp_path / "m.parquet", MINHASH_POLICY, "CC-MAIN-2013-48")
     assert MinhashPolicy(verify_threshold=0.8).fingerprint() != MINHASH_POLICY.fingerprint()
     assert MinhashPolicy(scope="off").fingerprint() != MINHASH_POLICY.fingerprint()
+
+
+def test_the_content_version_names_the_documents_whatever_their_order(tmp_path):
+    """bucketed writes a dump's rows in no fixed order: the same documents signed in another order
+    (other file bytes, other row numbers) get the same content version; another text does not."""
+    texts = [BASE, *VARIANTS, "four words only here", "a different text about oceans and rivers"]
+    ids = [f"<urn:uuid:00000000-0000-4000-8000-{i:012d}>" for i in range(len(texts))]
+    rows = pa.table({"id": ids, "text": texts, "score": [3.0] * len(texts)})
+    versions = []
+    for name, order in (("a", range(len(texts))), ("b", reversed(range(len(texts))))):
+        pq.write_table(rows.take(list(order)), tmp_path / f"{name}.parquet")
+        write_minhash_file(duckdb.connect(), [("3.0", tmp_path / f"{name}.parquet")], tmp_path / f"m{name}.parquet",
+                           DUMP, MINHASH_POLICY)
+        versions.append(content_version(tmp_path / f"m{name}.parquet"))
+    assert read_signatures(tmp_path / "ma.parquet") != read_signatures(tmp_path / "mb.parquet")
+    assert versions[0] == versions[1]
+    changed = rows.set_column(1, "text", pa.array([*texts[:-1], "a different text about lakes and rivers"]))
+    pq.write_table(changed, tmp_path / "c.parquet")
+    write_minhash_file(duckdb.connect(), [("3.0", tmp_path / "c.parquet")], tmp_path / "mc.parquet", DUMP, MINHASH_POLICY)
+    assert content_version(tmp_path / "mc.parquet") != versions[0]

@@ -1,5 +1,6 @@
 """Text to shingles: `shingles(texts, n)`, the word n-gram hashes of each document, and
-`Shingles`, what it returns; `fmix64` is the hash mixer the band keys reuse.
+`Shingles`, what it returns; `fmix64` is the hash mixer the band keys reuse, `hash_strings` the
+string hash the content versions reuse.
 
 - definition.py: the definition (normalisation, words, n-gram hashes), vectorised with Arrow
   kernels and numpy: "the Arrow path".
@@ -12,7 +13,7 @@
 Other modules import this package only; tests of a submodule may import it.
 """
 
-from fw_assets.dedup.shingling.definition import Shingles, fmix64
+from fw_assets.dedup.shingling.definition import Shingles, fmix64, hash_strings
 from fw_assets.dedup.shingling.fused import shingles
 
-__all__ = ["Shingles", "fmix64", "shingles"]
+__all__ = ["Shingles", "fmix64", "hash_strings", "shingles"]
