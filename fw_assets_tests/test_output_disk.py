@@ -2,7 +2,6 @@
 it needs, never a traceback, and never changes what was published (real tmpfs mounts)."""
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -10,25 +9,16 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.layout import publication_name, staging_root
 from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import materialize_dump, published_tree
+from fw_assets_tests.helpers import materialize_dump, mount, published_tree, tmpfs
 
 DUMP = SAMPLE_DUMPS[0]
-
-
-def mount(*arguments: str) -> None:
-    result = subprocess.run(["mount", *arguments], capture_output=True, text=True)
-    if result.returncode:
-        pytest.skip(f"cannot mount a test filesystem here ({result.stderr.strip()}): needs root")
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB filesystem of its own, unmounted after the test."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk))
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
+    with tmpfs(tmp_path / "disk", "2m") as disk:
+        yield disk
 
 
 def failure(result, step: str) -> str:
@@ -48,10 +38,7 @@ def test_a_full_disk_names_the_path_and_the_space_needed(sample_source, small_di
 
 @pytest.mark.e2e
 def test_a_read_only_output_names_the_path_and_keeps_the_published_files(sample_source, tmp_path):
-    output = tmp_path / "output"
-    output.mkdir()
-    mount("-t", "tmpfs", "-o", "size=64m", "tmpfs", str(output))
-    try:
+    with tmpfs(tmp_path / "output", "64m") as output:
         materialize_dump(sample_source, output, DUMP)
         before = published_tree(output)
         mount("-o", "remount,ro", str(output))
@@ -61,21 +48,14 @@ def test_a_read_only_output_names_the_path_and_keeps_the_published_files(sample_
                          "make both writable", "previous output is unchanged"):
             assert expected in message, message
         assert published_tree(output) == before
-    finally:
-        subprocess.run(["umount", "-l", str(output)], check=False)
 
 
 @pytest.fixture
 def published_dump(sample_source, tmp_path):
     """A tmpfs holding the dump's whole chain, published; unmounted after the test."""
-    output = tmp_path / "output"
-    output.mkdir()
-    mount("-t", "tmpfs", "-o", "size=64m", "tmpfs", str(output))
-    try:
+    with tmpfs(tmp_path / "output", "64m") as output:
         materialize_dump(sample_source, output, DUMP)
         yield output
-    finally:
-        subprocess.run(["umount", "-l", str(output)], check=False)
 
 
 @pytest.mark.e2e

@@ -4,7 +4,6 @@ refused with nothing changed."""
 
 import filecmp
 import shutil
-import subprocess
 
 import dagster as dg
 import numpy as np
@@ -21,10 +20,9 @@ from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.extras import extra_module
-from fw_assets_tests.helpers import published_tree, resources, writable_copy
+from fw_assets_tests.helpers import fill_disk, mount, published_tree, resources, tmpfs, writable_copy
 from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, tokenize, write_recipe
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
-from fw_assets_tests.test_output_disk import mount
 
 
 def test_megatron_reads_the_assets_cache_builds_nothing_and_gets_the_same_samples(demo_built, tmp_path):
@@ -101,49 +99,38 @@ def test_the_plan_shows_stale_once_its_recipe_or_a_token_file_changes(demo_built
         assert plan_status() == StaleStatus.STALE
 
 
-def _fill(disk, leave: int) -> None:
-    free = shutil.disk_usage(disk).free
-    with open(disk / "filler", "wb") as filler:
-        filler.write(b"\0" * max(free - leave, 0))
+@pytest.fixture
+def planned_on_a_small_disk(demo_built, sample_source, tmp_path):
+    """A 48 MiB filesystem holding the demo's published output and a fresh plan."""
+    with tmpfs(tmp_path / "disk", "48m") as disk:
+        writable_copy(demo_built[0], disk / "out")
+        assert build(sample_source, disk / "out", [mixture_plan]).success
+        yield disk
 
 
 @pytest.mark.e2e
-def test_a_full_disk_names_the_path_and_space_and_keeps_the_published_indexes(demo_built, sample_source, tmp_path):
-    output = tmp_path / "disk"
-    output.mkdir()
-    mount("-t", "tmpfs", "-o", "size=48m", "tmpfs", str(output))
-    try:
-        writable_copy(demo_built[0], output / "out")
-        assert build(sample_source, output / "out", [mixture_plan]).success
-        before = published_tree(output / "out")
-        _fill(output, 16 * 1024)
-        result = build(sample_source, output / "out", [megatron_indexes])
-        message = result.failure_data_for_node("megatron_indexes").user_failure_data.description
-        for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes ran out of disk space writing {output}/out/.staging/",
-                         "needs about", "is free now", "the previous output is unchanged"):
-            assert expected in message, message
-        (output / "filler").unlink()
-        assert published_tree(output / "out") == before
-        assert not list((output / "out" / ".staging").glob("megatron_indexes-*/cache"))  # nothing half-written kept
-    finally:
-        subprocess.run(["umount", "-l", str(output)], check=False)
+def test_a_full_disk_names_the_path_and_space_and_keeps_the_published_indexes(planned_on_a_small_disk, sample_source):
+    disk = planned_on_a_small_disk
+    before = published_tree(disk / "out")
+    filler = fill_disk(disk, 16 * 1024)
+    result = build(sample_source, disk / "out", [megatron_indexes])
+    message = result.failure_data_for_node("megatron_indexes").user_failure_data.description
+    for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes ran out of disk space writing {disk}/out/.staging/",
+                     "needs about", "is free now", "the previous output is unchanged"):
+        assert expected in message, message
+    filler.unlink()
+    assert published_tree(disk / "out") == before
+    assert not list((disk / "out" / ".staging").glob("megatron_indexes-*/cache"))  # nothing half-written kept
 
 
 @pytest.mark.e2e
-def test_a_read_only_output_names_the_path_and_keeps_the_published_indexes(demo_built, sample_source, tmp_path):
-    output = tmp_path / "disk"
-    output.mkdir()
-    mount("-t", "tmpfs", "-o", "size=48m", "tmpfs", str(output))
-    try:
-        writable_copy(demo_built[0], output / "out")
-        assert build(sample_source, output / "out", [mixture_plan]).success
-        before = published_tree(output / "out")
-        mount("-o", "remount,ro", str(output))
-        result = build(sample_source, output / "out", [megatron_indexes])
-        message = result.failure_data_for_node("megatron_indexes").user_failure_data.description
-        for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes cannot write {output}/out/.staging/",
-                         "Read-only file system", "the previous output is unchanged"):
-            assert expected in message, message
-        assert published_tree(output / "out") == before
-    finally:
-        subprocess.run(["umount", "-l", str(output)], check=False)
+def test_a_read_only_output_names_the_path_and_keeps_the_published_indexes(planned_on_a_small_disk, sample_source):
+    disk = planned_on_a_small_disk
+    before = published_tree(disk / "out")
+    mount("-o", "remount,ro", str(disk))
+    result = build(sample_source, disk / "out", [megatron_indexes])
+    message = result.failure_data_for_node("megatron_indexes").user_failure_data.description
+    for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes cannot write {disk}/out/.staging/",
+                     "Read-only file system", "the previous output is unchanged"):
+        assert expected in message, message
+    assert published_tree(disk / "out") == before

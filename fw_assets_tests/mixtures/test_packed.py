@@ -2,8 +2,6 @@
 finds every stage's cache (builds nothing) and packed rows are its samples; a recipe without
 `export: packed` gets nothing, and an earlier export is removed."""
 
-import shutil
-import subprocess
 
 import dagster as dg
 import numpy as np
@@ -13,10 +11,9 @@ import pytest
 from fw_assets.layout import mixture_cache_dir, packed_dir, packed_root
 from fw_assets.mixtures.packed import packed
 from fw_assets_tests.extras import extra_module
-from fw_assets_tests.helpers import published_tree, resources, writable_copy
+from fw_assets_tests.helpers import fill_disk, published_tree, resources, tmpfs, writable_copy
 from fw_assets_tests.mixtures.materialized import CURRICULUM_NAME, build_curriculum, curriculum_stages, user_recipe
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
-from fw_assets_tests.test_output_disk import mount
 
 
 def test_megatron_hits_every_stage_cache_and_packed_rows_are_its_samples(curriculum_built, tmp_path):
@@ -48,22 +45,15 @@ def test_packed_writes_nothing_for_a_recipe_without_export(curriculum_built, sam
 
 @pytest.mark.e2e
 def test_a_full_disk_names_the_path_and_space_and_keeps_the_published_export(curriculum_built, sample_source, tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount("-t", "tmpfs", "-o", "size=512m", "tmpfs", str(disk))
-    try:
+    with tmpfs(tmp_path / "disk", "512m") as disk:
         output = writable_copy(curriculum_built[0], disk / "out")
         before = published_tree(output)
-        free = shutil.disk_usage(disk).free
-        with open(disk / "filler", "wb") as filler:  # room for the plan and indexes, not the export
-            filler.write(b"\0" * (free - 256 * 1024))
+        filler = fill_disk(disk, 256 * 1024)  # room for the plan and indexes, not the export
         result = dg.materialize([packed], partition_key=CURRICULUM_NAME, resources=resources(sample_source, output),
                                 raise_on_error=False)
         message = result.failure_data_for_node("packed").user_failure_data.description
         for expected in (f"Recipe {CURRICULUM_NAME}: packed ran out of disk space writing {output}/.staging/",
                          "needs about", "is free now", "the previous output is unchanged"):
             assert expected in message, message
-        (disk / "filler").unlink()
+        filler.unlink()
         assert published_tree(output) == before
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
