@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,3 +164,28 @@ def fill_disk(disk: Path, leave: int) -> Path:
     with open(filler, "wb") as handle:
         handle.write(b"\0" * max(shutil.disk_usage(disk).free - leave, 0))
     return filler
+
+
+# A child process materializes one asset of a dump and SIGKILLs itself right after moving the first
+# old published file or folder aside (into `replaced/`): a publication killed half way.
+_KILLED_MID_PUBLISH = """
+import os, signal, sys
+from pathlib import Path
+from fw_assets_tests.helpers import materialize_dump
+{imports}
+real_rename = os.rename
+def rename_then_die(src, dst):
+    real_rename(src, dst)
+    if Path(dst).parent.name == "replaced":
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[{asset}], extra_resources={resources})
+"""
+
+
+def killed_mid_publish(source: Path, output: Path, dump: str, imports: str, asset: str, resources: str = "None") -> int:
+    """Run the child above (`imports`: the lines bringing `asset` and what `resources` names);
+    its exit code, -9 when it was killed as planned."""
+    script = _KILLED_MID_PUBLISH.format(imports=imports, asset=asset, resources=resources)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run([sys.executable, "-c", script, str(source), str(output), dump], env=env).returncode

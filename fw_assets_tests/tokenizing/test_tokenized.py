@@ -2,7 +2,6 @@
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
 keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +31,7 @@ from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.extras import extra_module
-from fw_assets_tests.helpers import CHAIN, materialize_dump, published_tree, rerecord_size, writable_copy
+from fw_assets_tests.helpers import CHAIN, killed_mid_publish, materialize_dump, published_tree, rerecord_size, writable_copy
 from fw_assets_tests.lib.test_indexed_dataset import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
@@ -424,23 +423,6 @@ def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
     assert "tokenizer" in defs.resources
 
 
-# A child process re-materializes bucketed of DUMP and SIGKILLs itself right after moving the
-# first old bucket folder aside: en/2.8/DUMP is then absent from the published tree.
-KILLED_BUCKETED = """
-import os, signal, sys
-from pathlib import Path
-from fw_assets.bucketing.bucketed import bucketed
-from fw_assets_tests.helpers import materialize_dump
-real_rename = os.rename
-def rename_then_die(src, dst):
-    real_rename(src, dst)
-    if Path(dst).parent.name == "replaced":
-        os.kill(os.getpid(), signal.SIGKILL)
-os.rename = rename_then_die
-materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[bucketed])
-"""
-
-
 def upstream_tree(output: Path) -> dict[str, str]:
     """Published files and records of every stage before tokenized."""
     return {p: d for p, d in published_tree(output).items() if "tokenized" not in p}
@@ -452,11 +434,8 @@ def test_a_bucketed_publish_killed_half_way_never_costs_tokenized_a_bucket(tmp_p
     small_dump(source)
     run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
     bucketed_before, tokens_before = upstream_tree(output), tokenized_tree(output)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.run(
-        [sys.executable, "-c", KILLED_BUCKETED, str(source), str(output), DUMP], env=env
-    )
-    assert child.returncode == -9
+    imports = "from fw_assets.bucketing.bucketed import bucketed"
+    assert killed_mid_publish(source, output, DUMP, imports, "bucketed") == -9
     assert not bucket_dump_dir(output, "2.8", DUMP).exists(), "precondition: a bucket folder is gone"
 
     meta = metadata(run_tokenized(source, output, TokenizerResource(workers=1)))
