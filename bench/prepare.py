@@ -15,7 +15,6 @@ from pathlib import Path
 
 from bench.data import DataSpec, dump_files, quiet_duckdb
 from fw_assets.bucketing.steps import selection_counts, write_selection
-from fw_assets.layout import source_dump_dir
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.versions import code_version
 from fw_assets.policy import SEED_POLICY

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TypeVar
 from multiprocessing import get_context
+from typing import TypeVar
 
 import numpy as np
 
