@@ -9,7 +9,7 @@ import duckdb
 
 from fw_assets.layout import source_dump_dir
 from fw_assets.lib.manifest import source_files
-from fw_assets.synthetic import write_sample_dump
+from bench.texts import PARAGRAPHS, write_dump
 
 # The first dumps of FineWeb-Edu: the bench runs on the first `dumps` of them, and the memory case
 # reads four of them as one dump four times larger.
@@ -28,10 +28,12 @@ class DataSpec:
     rows: int  # per dump
     files: int  # per dump
     seed: int = 0
+    texts: str = PARAGRAPHS  # the kind of text (bench/texts.py)
 
     @property
     def key(self) -> str:
-        return f"rows{self.rows}-files{self.files}-seed{self.seed}"
+        kind = "" if self.texts == PARAGRAPHS else f"-{self.texts}"
+        return f"rows{self.rows}-files{self.files}-seed{self.seed}{kind}"
 
 
 def source_root(work: Path, spec: DataSpec) -> Path:
@@ -50,9 +52,9 @@ def ensure_dumps(work: Path, spec: DataSpec, dumps: tuple[str, ...], log=print) 
         marker = root / f".complete-{dump}"
         if marker.exists():
             continue
-        log(f"generating {dump}: {spec.rows:,} rows in {spec.files} files under {root} ...")
+        log(f"generating {dump}: {spec.rows:,} rows of {spec.texts} in {spec.files} files under {root} ...")
         began = time.perf_counter()
-        write_sample_dump(root, dump, spec.rows, spec.files, spec.seed)
+        write_dump(root, dump, spec.rows, spec.files, spec.seed, spec.texts)
         marker.touch()
         log(f"  {dump} generated in {time.perf_counter() - began:,.0f} s")
     return root

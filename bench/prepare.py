@@ -2,7 +2,8 @@
 
 - how many rows the sampler of record keeps, and the floor's `hash(id)` threshold that keeps
   exactly as many;
-- a published bucketed output (the chain run once through Dagster) for the tokenizing cases.
+- a published bucketed output with its dedup decisions (the chain run once through Dagster) for
+  the tokenizing cases.
 """
 
 import json
@@ -14,7 +15,6 @@ from pathlib import Path
 
 from bench.data import DataSpec, dump_files, quiet_duckdb
 from fw_assets.bucketing.steps import selection_counts, write_selection
-from fw_assets.layout import bucket_dump_dir, source_dump_dir
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.versions import code_version
 from fw_assets.policy import SEED_POLICY
@@ -91,42 +91,18 @@ def published_buckets(work: Path, spec: DataSpec, source_root: Path, dump: str) 
     marker = root / f".complete-{dump}"
     if marker.exists():
         return root
-    home = dagster_home(root / ".dagster-home")
     print(f"preparing the bucketed output of {dump} for the tokenizing cases (untimed) ...", flush=True)
-    completed = subprocess.run(
-        dagster_command("raw,sampled,bucketed,minhash,deduplicated", dump),
-        env=dagster_env(source_root, root, home), cwd=home, capture_output=True, text=True,
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"preparing {dump} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
+    _run_dagster("raw,sampled,bucketed,minhash,deduplicated", dump, source_root, root, root / ".dagster-home")
     marker.touch()
     return root
 
 
-def published_merged(work: Path, spec: DataSpec, source_root: Path, dumps: tuple[str, ...], name: str) -> tuple[Path, Path]:
-    """`dumps` bucketed as one dump called `name` by the two statements, laid out as published
-    (`en/<bucket>/<name>/`), made once. Returns (source root, output root) for Dagster: the
-    source root only holds an empty `data/<name>/`, so that `name` is a partition."""
-    base = prepared_dir(work, spec) / f"merged-{name}-{code_version(sql=['select_sample', 'write_buckets'])}"
-    source, output = base / "source", base / "output"
-    marker = base / ".complete"
-    if marker.exists():
-        return source, output
-    print(f"preparing the bucketed output of {'+'.join(dumps)} as {name} (untimed) ...", flush=True)
-    shutil.rmtree(base, ignore_errors=True)
-    scratch = base / "scratch"
+def _run_dagster(select: str, dump: str, source_root: Path, output_root: Path, home: Path) -> None:
+    """Materialize `select` for `dump` through the CLI in a fresh DAGSTER_HOME, or raise with its output."""
+    home = dagster_home(home)
     completed = subprocess.run(
-        [sys.executable, "-m", "bench.cases.fw_sql", "--source", str(source_root), "--out", str(scratch),
-         "--dumps", *dumps, "--as", name],
-        cwd=REPO, capture_output=True, text=True,
+        dagster_command(select, dump), env=dagster_env(source_root, output_root, home), cwd=home,
+        capture_output=True, text=True,
     )
     if completed.returncode != 0:
-        raise RuntimeError(f"preparing {name} failed:\n{completed.stderr[-3000:]}")
-    for folder in (scratch / "buckets" / name).glob("bucket=*"):
-        target = bucket_dump_dir(output, folder.name.removeprefix("bucket="), name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        folder.rename(target)
-    shutil.rmtree(scratch)
-    source_dump_dir(source, name).mkdir(parents=True)
-    marker.touch()
-    return source, output
+        raise RuntimeError(f"preparing {dump} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")

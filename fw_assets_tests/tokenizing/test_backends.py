@@ -23,6 +23,7 @@ from fw_assets.tokenizing.backends import (
     TiktokenBackend,
     load_backend,
 )
+from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.helpers import writable_copy
@@ -226,3 +227,30 @@ def test_without_fastokens_the_step_warns_and_writes_the_same_bytes_with_tiktoke
     for run in (fast, slow):
         assert run["tiktoken_checked_share"] == pytest.approx(min(1.0, 500 / run["documents"]), rel=1e-3)
         assert 0.5 * 500 < run["tiktoken_checked_documents"] < 2 * 500
+
+
+class FailsSelfCheck(ChangesOneText):
+    """Wrong on a self-check text, in every process (a worker does not see a test's monkeypatch)."""
+
+    target = SELF_CHECK_TEXTS[2]
+
+
+def test_workers_backend_is_self_checked_by_the_step_process():
+    with pytest.raises(BackendMismatch, match="backend tiktoken fails its self-check"):
+        ParallelEncoder(TokenizerSpec(backend=f"{__name__}:{FailsSelfCheck.__name__}"), workers=2)
+
+
+def loaded_tiktoken_encodings() -> list[str]:
+    """The tiktoken encodings this process holds (run in a worker)."""
+    return sorted(getattr(sys.modules.get("tiktoken.registry"), "ENCODINGS", {}))
+
+
+@needs_fastokens
+def test_workers_encoding_with_fastokens_hold_no_tiktoken():
+    # tiktoken's tables are ~45 MB a process: the step's process holds them, for all
+    with ParallelEncoder(TokenizerSpec(backend="auto"), workers=2) as encoder:
+        assert encoder.backend()[0] == "fastokens"
+        assert encoder._pool.submit(loaded_tiktoken_encodings).result() == []
+        (batch,) = encoder.encode([TRICKY[:20]])
+    expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:20])
+    assert [ids[:-1].tolist() for ids in batch.documents()] == [e.tolist() for e in expected]
