@@ -281,9 +281,10 @@ def source_stages(plan: MixturePlan) -> list[SourceStage]:
         for source in plan.recipe.sources:
             mine = [s for s in selections if s.file.source == source.name]
             members = [m for m in stage.members if m.file.source == source.name]
+            fresh = mine and plan.recipe.fresh_documents  # else views only reweight whole files
             available = sum(s.eligible_tokens for s in mine) if mine else sum(m.file.tokens for m in members)
             tokens = drawn[stage.name].get(source.name, 0)
-            if mine:
+            if fresh:
                 seen = sum(s.seen_before for s in mine) / max(1, sum(s.train_documents for s in mine))
                 repeats, unread = any(s.repeats for s in mine), sum(s.unread_after for s in mine)
             else:  # whole files: every stage shuffles them all again
