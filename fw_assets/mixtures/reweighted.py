@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from fw_assets.layout import bucket_dump_dir
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
@@ -122,3 +124,26 @@ def _count_with_train(train: int, share: float) -> int:
     while round(share * float(count)) > train:
         count -= 1
     return count
+
+
+def highest_losses(weighting: SourceReweighting, count: int = 10) -> list[tuple[str, str, str, float, bool]]:
+    """The `count` documents of highest loss: (id, bucket, dump, loss, dropped), highest first."""
+    order = np.lexsort((np.asarray(weighting.ids, dtype=object).astype(str), -weighting.losses))[:count]
+    file_of = np.searchsorted(np.asarray(weighting.starts), order, side="right") - 1
+    return [(weighting.ids[i], weighting.files[f].bucket, weighting.files[f].dump, float(weighting.losses[i]),
+             bool(weighting.weighting.dropped[i])) for i, f in zip(order.tolist(), file_of.tolist())]
+
+
+def text_starts(output_root: Path, documents: Sequence[tuple[str, str, str]], characters: int = 200) -> dict[str, str]:
+    """The first `characters` of each (id, bucket, dump)'s text, read from its published bucketed files."""
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for doc_id, bucket, dump in documents:
+        wanted.setdefault((bucket, dump), []).append(doc_id)
+    starts = {}
+    for (bucket, dump), ids in wanted.items():
+        files = sorted(bucket_dump_dir(output_root, bucket, dump).glob("*.parquet"))
+        if not files:
+            continue
+        found = pq.read_table(files, columns=["id", "text"], filters=[("id", "in", ids)])
+        starts.update(zip(found.column("id").to_pylist(), (t[:characters] for t in found.column("text").to_pylist())))
+    return starts
