@@ -49,7 +49,7 @@ class SourceReweighting:
     def repetitions(self, file: TokenFile) -> np.ndarray:
         """How often each document of `file` is listed (0: dropped)."""
         i = [f.path for f in self.files].index(file.path)
-        return self.weighting.repetitions[self.starts[i]: self.starts[i] + file.documents]
+        return self.weighting.repetitions[self.starts[i]: self.starts[i] + self.files[i].documents]
 
     def covers(self, file: TokenFile) -> bool:
         return any(f.path == file.path for f in self.files)
