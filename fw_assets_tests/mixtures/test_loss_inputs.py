@@ -1,9 +1,11 @@
 """loss_inputs.py through the assets on the tokenized sample dumps with their built-in probe losses:
 a reweighted recipe plans and builds (report, picture, checks, views); probe files deleted or
 damaged underneath, or re-scored since the plan, are refused by name with nothing published; the
-losses are part of the plan's inputs (stale once re-scored)."""
+losses are part of the plan's inputs (stale once re-scored); and the whole way from the CLI."""
 
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.observe import observe
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from fw_assets.layout import loss_picture_path, probe_loss_path, report_path
+from fw_assets.layout import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
@@ -26,7 +28,8 @@ from fw_assets.probe.losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.conftest import SAMPLE_DUMPS
+from fw_assets.synthetic import write_sample_dump
+from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree, resources, writable_copy
 from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, check_evaluations, write_recipe
 
@@ -152,3 +155,33 @@ def _copy(probed, tmp_path, monkeypatch):
 def _failure(result, node: str) -> str:
     assert not result.success
     return result.failure_data_for_node(node).user_failure_data.description or str(result.failure_data_for_node(node).error)
+
+
+@pytest.mark.e2e
+def test_from_the_cli_probe_losses_then_a_reweighted_plan(tmp_path, dagster_home):
+    """The issue's "done when": `*probe_loss` per fresh dump, then `mixture_plan*` for a recipe
+    reweighting one source (M 2, S 0.01): no document of it more than twice in the stage, some
+    twice, those of higher mean loss; the other sources without repeats."""
+    source, output = tmp_path / "source", tmp_path / "output"
+    for dump in SAMPLE_DUMPS:
+        write_sample_dump(source, dump, rows=3_000, files=1, seed=0, probe_plant_share=0.01)
+    recipe = write_recipe(tmp_path / "recipes", REWEIGHTED)
+    env = {**subprocess_env(source, output, dagster_home), MIXTURES_DIR_ENV: str(recipe.parent)}
+
+    def materialize(select: str, partition: str) -> None:
+        finished = subprocess.run([sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+                                   "--select", select, "--partition", partition],
+                                  env=env, capture_output=True, text=True, timeout=600)
+        assert finished.returncode == 0, finished.stderr[-3000:]
+
+    for dump in SAMPLE_DUMPS:
+        materialize("*probe_loss", dump)
+    materialize("mixture_plan*", RECIPE_NAME)
+    counts, losses = train_counts(output, RECIPE_NAME, "top"), builtin_losses(output)
+    assert max(counts.values()) == 2
+    twice = [losses[i] for i, n in counts.items() if n == 2]
+    others = [losses[i] for i, n in counts.items() if n == 1]
+    assert twice and np.mean(twice) > np.mean(others)
+    for plain in ("mid", "rest"):
+        assert max(train_counts(output, RECIPE_NAME, plain).values()) == 1
+    assert list(mixture_cache_dir(output, RECIPE_NAME).glob("*-BlendedDataset-train-dataset_index.npy"))
