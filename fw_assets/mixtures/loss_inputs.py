@@ -34,7 +34,8 @@ class HeldLosses:
             try:
                 table = self.stack.enter_context(published_losses(self.root, probe, dump, self.log))
             except PublishedOutputChanged as error:
-                raise ValueError(f"Dump {dump}: probe {probe}: {error}") from error
+                raise ValueError(f"Dump {dump}: probe {probe}: {str(error).rstrip('.')} "
+                                 f"(--select probe_loss --partition {dump})") from error
             record = json.loads(generation_record_path(self.root, publication_name("probe_loss", probe, dump)).read_text())
             self.tables[probe, dump] = table
             self.generations.setdefault(probe, {})[dump] = record["generation"]

@@ -68,7 +68,7 @@ def reweight_sources(recipe: Recipe, files: dict[str, list[TokenFile]], read_los
         try:
             reweighted[source.name] = _reweight_source(recipe, source.name, source.reweight, mine, read_losses)
         except ValueError as error:
-            raise RecipeError(recipe.path, key, str(error)) from error
+            raise RecipeError(recipe.path, key, str(error).rstrip(".")) from error
     return reweighted
 
 
