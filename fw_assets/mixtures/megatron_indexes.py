@@ -14,9 +14,9 @@ from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.checks import MEGATRON_INDEXES_CHECK_SPECS
 from fw_assets.mixtures.contract import blend_errors, check_blend_error
+from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.mixture_plan import mixture_plan
-from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan

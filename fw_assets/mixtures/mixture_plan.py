@@ -113,11 +113,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
             _log_warnings(context, report)
             yield from report.refuse_if_blocked()
             freshness = freshness_markdown(rows, curriculum)
-            text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
-            if plan.reweighted:
-                starts = text_starts(root, [(i, b, d) for w in plan.reweighted for i, b, d, *_ in highest_losses(w)])
-                pictures = {w.source: loss_picture_path(root, name, w.source).name for w in plan.reweighted}
-                text += f"\n## Reweighted sources\n\n{reweighting_markdown(plan, rows, starts, pictures)}"
+            text = _report_text(plan, figures, rows, freshness, root)
             used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
             contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
                         "tokenized_generations": {dump: records[dump]["generation"] for dump in used}}
@@ -132,6 +128,17 @@ def _plan(recipe: Recipe, root: Path, records: dict, losses: HeldLosses) -> tupl
     plan = plan_mixture(recipe, root, sorted(records), losses)
     lengths = view_lengths(plan)
     return plan, {stage.name: member_figures(stage, lengths) for stage in plan.stages}
+
+
+def _report_text(plan: MixturePlan, figures: dict, rows: list, freshness: str, root: Path) -> str:
+    """report.md: the plan, its sources over training and, per reweighted source, what the
+    reweighting did (with the text starts of its highest-loss documents)."""
+    text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
+    if plan.reweighted:
+        starts = text_starts(root, [(i, b, d) for w in plan.reweighted for i, b, d, *_ in highest_losses(w)])
+        pictures = {w.source: loss_picture_path(root, plan.recipe.name, w.source).name for w in plan.reweighted}
+        text += f"\n## Reweighted sources\n\n{reweighting_markdown(plan, rows, starts, pictures)}"
+    return text
 
 
 @contextmanager

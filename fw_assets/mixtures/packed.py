@@ -11,9 +11,9 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
+from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.packing import write_packed
-from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan

@@ -97,6 +97,8 @@ def whole_file_documents(documents: int, repetitions: np.ndarray,
     the file), each repeated; the view is sized so that Megatron's split of it ends the train split
     exactly there, and each held-out split takes the file's held-out documents of that split, in
     order, cycled or cut to the size Megatron's split of the view gives it."""
+    if splits[0] is None:
+        raise ValueError("the train split is empty: there is nothing to reweight")
     own = [None if bounds is None else np.arange(*split_documents(bounds, documents)) for bounds in splits]
     train = np.repeat(own[0], repetitions[own[0]])
     count = _count_with_train(len(train), splits[0][1])
