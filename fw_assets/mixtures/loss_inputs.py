@@ -12,8 +12,8 @@ import dagster as dg
 import pyarrow as pa
 
 from fw_assets.layout import generation_record_path, publication_name
+from fw_assets.lib.probe_losses import published_losses
 from fw_assets.lib.publish import Log, PublishedOutputChanged, published_generation
-from fw_assets.probe.losses import published_losses
 
 # A reweighted source reads the losses of every dump it draws on: each recipe depends on
 # `probe_loss` of all dumps, named by its key (test_structure.py), like ALL_DUMPS_TOKENIZED.

@@ -61,7 +61,7 @@ from fw_assets.run_health import writing_step
 SQL = ()
 MODULES = (
     *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "contract", "report", "views", "reweighted")),
-    "fw_assets.probe.reweighting",
+    "fw_assets.lib.reweighting",
     *megatron.MODULES,
     "fw_assets.lib.indexed_dataset",
 )
