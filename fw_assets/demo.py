@@ -4,10 +4,12 @@
 
 Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/sample/fineweb`
 (FW_OUTPUT_DIR), unless those variables are set; run history goes where the repo's dagster.yaml
-puts it (`.dagster/`). Each dump is one `dagster asset materialize --select group:fineweb_edu
---partition <dump>` process started from the repo root; then the shipped mixture recipes `demo`
-and `curriculum` are built over them (`--select 'mixture_plan*' --partition <recipe>`) and their
-plans printed.
+puts it (`.dagster/`). The dumps plant near-gibberish and legal-register pages in the top bucket
+(PROBE_PLANT_SHARE). Each dump is one `dagster asset materialize --select
+group:fineweb_edu,probe_loss --partition <dump>` process started from the repo root (the chain,
+then the built-in probe's losses); then the shipped mixture recipes `demo` (its top source
+reweighted by those losses) and `curriculum` are built over them (`--select 'mixture_plan*'
+--partition <recipe>`) and their plans printed, with what the reweighting did to the plants.
 """
 
 import argparse
@@ -18,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from collections import Counter
+
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -25,8 +29,10 @@ from fw_assets import settings
 from fw_assets.layout import (
     bucket_dump_dir,
     dedup_path,
+    loss_picture_path,
     mixture_dir,
     packed_root,
+    planted_probe_truth_path,
     report_path,
     shares_picture_path,
     source_data_dir,
@@ -34,7 +40,10 @@ from fw_assets.layout import (
     token_prefix,
     tokenized_root,
 )
+from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.markdown import table
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.contract import member_figures
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
@@ -45,6 +54,10 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE_SOURCE = Path("data/sample/fineweb-edu")
 SAMPLE_OUTPUT = Path("data/sample/fineweb")
 DEMO_RECIPE = "demo"  # fw_assets/mixtures/demo.yaml, over the two default sample dumps
+REWEIGHTED_SOURCE = "top"  # the demo recipe's source with `reweight:`
+# planted pages per generated row, of each kind (gibberish, contract): at 20,000 rows a dump about
+# 70 of each in the two dumps' ~1,100 kept top-bucket documents
+PROBE_PLANT_SHARE = 0.002
 CURRICULUM_RECIPE = "curriculum"  # fw_assets/mixtures/curriculum.yaml: three phases, six stages
 # the settings a printed command carries, so that it reads what the demo wrote from a fresh shell
 PRINTED_SETTINGS = (settings.SOURCE_DIR_ENV, settings.OUTPUT_DIR_ENV, settings.MIXTURES_DIR_ENV)
@@ -70,7 +83,7 @@ def ensure_sample_dumps(source: Path, dumps: list[str], rows: int) -> None:
         if list(source_dump_dir(source, dump).glob("*.parquet")):
             continue
         started = time.monotonic()
-        write_sample_dump(source, dump, rows=rows, files=2, seed=0)
+        write_sample_dump(source, dump, rows=rows, files=2, seed=0, probe_plant_share=PROBE_PLANT_SHARE)
         print(f"generated {dump}: {rows:,} rows in {time.monotonic() - started:.1f}s")
 
 
@@ -128,6 +141,37 @@ def mixture_summary(output: Path, env: dict[str, str]) -> str:
     return "\n\n".join(parts)
 
 
+def reweighting_summary(source: Path, output: Path, dumps: list[str]) -> str:
+    """What the demo recipe's reweighting did to each kind of top-bucket document: dropped (in no
+    view), listed once or twice in the train split of its stage's views."""
+    plan = read_plan(output, DEMO_RECIPE)
+    train = split_matrix(plan["split"])[0]
+    counts: Counter = Counter()
+    everyone = []
+    for member in plan["phases"][0]["stages"][0]["members"]:
+        if member["source"] == REWEIGHTED_SOURCE:
+            listed = read_document_index(Path(member["path"]))["id"].to_pylist()
+            counts.update(listed[: split_documents(train, len(listed))[1]])
+            listed_anywhere = set(listed)
+            original = read_document_index(token_prefix(output, plan["tokenizer"], member["bucket"], member["dump"]))
+            everyone += [(i, i in listed_anywhere) for i in original["id"].to_pylist()]
+    kind_of = {}
+    for dump in dumps:
+        planted = pq.read_table(planted_probe_truth_path(source, dump))
+        kind_of |= dict(zip(planted.column("id").to_pylist(), planted.column("kind").to_pylist()))
+    rows = []
+    for kind in ("gibberish", "contract", "typical"):
+        mine = [(i, listed) for i, listed in everyone if kind_of.get(i, "typical") == kind]
+        dropped = sum(1 for _, listed in mine if not listed)
+        twice = sum(1 for i, _ in mine if counts[i] == 2)
+        rows.append((kind, len(mine), dropped, dropped / max(len(mine), 1), twice, twice / max(len(mine), 1)))
+    return "\n\n".join([
+        f"\nreweighting of source {REWEIGHTED_SOURCE} by its probe losses (report: {report_path(output, DEMO_RECIPE)}, "
+        f"histogram: {loss_picture_path(output, DEMO_RECIPE, REWEIGHTED_SOURCE)}):",
+        table(["planted kind", "documents", "dropped", "dropped share", "listed twice", "twice share"], rows),
+    ])
+
+
 def curriculum_summary(output: Path) -> str:
     """The curriculum's stages (temperature annealed, context growing) and where its outputs are."""
     return "\n\n".join([
@@ -150,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     log_dir = REPO / ".dagster" / "demo-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     for dump in args.dumps:
-        materialize("group:fineweb_edu", dump, env, log_dir)
+        materialize("group:fineweb_edu,probe_loss", dump, env, log_dir)
     materialize("mixture_plan*", DEMO_RECIPE, env, log_dir)
     materialize("mixture_plan*", CURRICULUM_RECIPE, env, log_dir)
 
@@ -160,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     if tokenized_root(output).is_dir():
         print(f"tokenized:      {tokens}.bin|.idx|.docs.parquet")
     print(f"dedup:          {dedup_path(output, '<dump>')} (one decision per bucketed id)")
+    print(f"probe losses:   {output}/probe/builtin/<bucket>/<dump>.parquet")
     print(f"mixture:        {mixture_dir(output, DEMO_RECIPE)}/ (plan.json, report.md, cache/)")
     ui = command_line(env, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"))
     print(f"run history:    open the UI with:  cd {shlex.quote(str(REPO))} && {ui}\n")
@@ -169,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     if example:
         print(f"\nwhy one was dropped:  {command_line(env, '-m', 'fw_assets.dedup', 'explain', example)}")
     print(mixture_summary(output, env))
+    print(reweighting_summary(source, output, args.dumps))
     print(curriculum_summary(output))
 
 

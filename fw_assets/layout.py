@@ -219,6 +219,11 @@ def shares_picture_path(output_root: Path, recipe: str) -> Path:
     return mixture_dir(output_root, recipe) / "shares.png"
 
 
+def loss_picture_path(output_root: Path, recipe: str, source: str) -> Path:
+    """The PNG beside the plan of a reweighted source: its documents' probe losses, the cap and the cut."""
+    return mixture_dir(output_root, recipe) / f"losses-{source}.png"
+
+
 def views_dir(output_root: Path, recipe: str) -> Path:
     """Every stage's views of the token files (fresh documents), published together."""
     return mixture_dir(output_root, recipe) / "views"

@@ -1,5 +1,6 @@
-"""The README's first command: the demo runs every stage of every sample dump, builds the demo
-mixture over them, and says where it went."""
+"""The README's first command: the demo runs every stage of every sample dump (the built-in probe's
+losses included), builds the demo mixture over them (its top source reweighted by those losses:
+the planted gibberish dropped, the legal-register pages repeated), and says where it went."""
 
 import os
 import subprocess
@@ -34,12 +35,32 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
     assert "| main | main | 1,000,000 | 256 |" in finished.stdout  # the plan's stage table
     assert f"--data-cache-path {output}/mixtures/demo/cache" in finished.stdout
     assert list((output / "mixtures" / "demo" / "cache").glob("*-BlendedDataset-train-dataset_index.npy"))
+    assert f"probe losses:   {output}/probe/builtin/<bucket>/<dump>.parquet" in finished.stdout
+    for dump in dumps:
+        assert list((output / "probe" / "builtin" / "4.0").glob(f"{dump}.parquet"))
+    assert (output / "mixtures" / "demo" / "losses-top.png").is_file()
+    assert "## Reweighted sources" in (output / "mixtures" / "demo" / "report.md").read_text()
+    kinds = reweighting_rows(finished.stdout)
+    assert kinds["gibberish"]["dropped share"] > 0.5 > kinds["typical"]["dropped share"] == 0
+    assert kinds["contract"]["twice share"] > 0.3 > 0.05 > kinds["typical"]["twice share"]
     assert "materialized curriculum" in finished.stdout and "mixture curriculum" in finished.stdout
     for row in ["| explore | explore-1 | 65,536 | 64 |", "| refine | refine-2 | 65,536 | 128 |", "| long | long | 65,536 | 256 |"]:
         assert row in finished.stdout  # the curriculum's stage table: context grows phase by phase
     assert (output / "mixtures" / "curriculum" / "shares.png").is_file()
     assert list((output / "mixtures" / "curriculum" / "packed" / "long").glob("part-*.parquet"))
     assert_printed_commands_work(finished.stdout, tmp_path)
+
+
+def reweighting_rows(stdout: str) -> dict[str, dict[str, float]]:
+    """The demo's table of what the reweighting did to each planted kind, by kind and column."""
+    lines = stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| planted kind |"))
+    names = [c.strip() for c in lines[header].strip("|").split("|")]
+    rows = {}
+    for line in lines[header + 2: header + 5]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = {n: float(c.replace(",", "")) for n, c in zip(names[1:], cells[1:])}
+    return rows
 
 
 def assert_printed_commands_work(stdout: str, folder) -> None:

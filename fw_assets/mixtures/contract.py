@@ -281,9 +281,10 @@ def source_stages(plan: MixturePlan) -> list[SourceStage]:
         for source in plan.recipe.sources:
             mine = [s for s in selections if s.file.source == source.name]
             members = [m for m in stage.members if m.file.source == source.name]
+            fresh = mine and plan.recipe.fresh_documents  # else views only reweight whole files
             available = sum(s.eligible_tokens for s in mine) if mine else sum(m.file.tokens for m in members)
             tokens = drawn[stage.name].get(source.name, 0)
-            if mine:
+            if fresh:
                 seen = sum(s.seen_before for s in mine) / max(1, sum(s.train_documents for s in mine))
                 repeats, unread = any(s.repeats for s in mine), sum(s.unread_after for s in mine)
             else:  # whole files: every stage shuffles them all again
@@ -354,3 +355,61 @@ def check_repeats_while_unseen(rows: list[SourceStage]) -> CheckOutcome:
 def curriculum_outcomes(plan: MixturePlan, rows: list[SourceStage]) -> list[CheckOutcome]:
     """The outcomes of CURRICULUM_CHECKS, in their order."""
     return [check_max_epochs(plan, rows), check_phase_epochs(plan, rows), check_repeats_while_unseen(rows)]
+
+
+# Reweighted sources (`reweight:`)
+
+REWEIGHT_CAP = ContractCheck(
+    "reweight_cap",
+    "Per reweighted source: every multiplier is in [1, max_multiplier], no document is repeated "
+    "more than ⌈max_multiplier⌉ times, and a view without fresh documents lists each train "
+    "document exactly its repetitions times.",
+)
+REWEIGHT_DROPPED = ContractCheck(
+    "reweight_dropped",
+    "Per reweighted source: exactly floor(drop_top_share × documents) documents, those of highest "
+    "loss, are dropped, and no view lists a dropped document.",
+)
+REWEIGHT_COVERAGE = ContractCheck(
+    "reweight_coverage",
+    "Per reweighted source: every document of its reweighted token files has a finite probe loss.",
+)
+REWEIGHT_CHECKS = (REWEIGHT_CAP, REWEIGHT_DROPPED, REWEIGHT_COVERAGE)
+
+
+def reweight_outcomes(plan: MixturePlan) -> list[CheckOutcome]:
+    """The outcomes of REWEIGHT_CHECKS, in their order (passed, with no figures, without `reweight:`)."""
+    cap, dropped, coverage = [], [], []
+    figures: dict[str, dict] = {"cap": {}, "dropped": {}, "coverage": {}}
+    for w in plan.reweighted:
+        rule, result, name = w.reweight, w.weighting, w.source
+        bound = int(np.ceil(rule.max_multiplier))
+        if len(result.multipliers) and not (result.multipliers.min() >= 1 and result.multipliers.max() <= rule.max_multiplier
+                                             and result.repetitions.max() <= bound):
+            cap.append(_plan_violation("over_cap", len(result.multipliers), f"{name}: a multiplier or repetition over the cap {rule.max_multiplier}"))
+        asked = int(np.floor(rule.drop_top_share * len(w.ids)))
+        kept_max = w.losses[~result.dropped].max(initial=-np.inf)
+        if int(result.dropped.sum()) != asked or (asked and w.losses[result.dropped].min() < kept_max):
+            dropped.append(_plan_violation("dropped_share", int(result.dropped.sum()),
+                                           f"{name}: {int(result.dropped.sum())} documents dropped, {asked} asked (the highest losses)"))
+        for selection in (s for s in plan.views if w.covers(s.file)):
+            repetitions = w.repetitions(selection.file)
+            trained = np.bincount(selection.documents[:selection.train_documents], minlength=len(repetitions))
+            listed = np.bincount(selection.documents, minlength=len(repetitions))
+            if (listed[repetitions == 0] > 0).any():
+                dropped.append(_plan_violation("dropped_listed", int((listed[repetitions == 0] > 0).sum()),
+                                               f"{selection.view.path}: lists dropped documents"))
+            whole = not plan.recipe.fresh_documents
+            if whole and not np.array_equal(trained[trained > 0], repetitions[trained > 0]):
+                cap.append(_plan_violation("repetitions", 1, f"{selection.view.path}: train documents not listed their repetitions times"))
+        if len(w.losses) != len(w.ids) or not np.isfinite(w.losses).all():
+            coverage.append(_plan_violation("uncovered", len(w.ids), f"{name}: documents without a finite loss"))
+        figures["cap"][f"repeated_documents_{name}"] = int((result.repetitions > 1).sum())
+        figures["dropped"][f"dropped_documents_{name}"] = int(result.dropped.sum())
+        figures["coverage"][f"scored_documents_{name}"] = len(w.losses)
+    return [REWEIGHT_CAP.outcome(cap, figures["cap"]), REWEIGHT_DROPPED.outcome(dropped, figures["dropped"]),
+            REWEIGHT_COVERAGE.outcome(coverage, figures["coverage"])]
+
+
+def _plan_violation(kind: str, rows: int, problem: str) -> Violation:
+    return Violation(kind, None, rows, problem, PLAN_FILE)

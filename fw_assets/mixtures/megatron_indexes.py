@@ -14,6 +14,7 @@ from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.checks import MEGATRON_INDEXES_CHECK_SPECS
 from fw_assets.mixtures.contract import blend_errors, check_blend_error
+from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
@@ -56,6 +57,7 @@ def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesC
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
             staged_publication(root, publication_name("megatron_indexes", name), name, log) as staging,
             tokenized_generations(root, tokenizer, log, list(plan_record["contents"]["tokenized_generations"])) as records,
+            refuse_a_plan_on_other_losses(name, root, plan_record, log),
         ):
             refuse_a_stale_plan(name, plan_record, records)
             cache = staging.path / "cache"

@@ -1,11 +1,12 @@
 """`mixture_plan`: a recipe resolved against the published token files, one partition per recipe:
 plan.json, one `<stage>.data-args.txt` per stage, report.md, shares.png and, with fresh documents,
-every stage's views under `mixtures/<recipe>/`, published together."""
+every stage's views under `mixtures/<recipe>/` and, per reweighted source, `losses-<source>.png`,
+published together."""
 
 import base64
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +15,7 @@ from fw_assets.asset_checks import ContractReport, Events
 from fw_assets.layout import (
     data_args_path,
     generation_record_path,
+    loss_picture_path,
     plan_path,
     publication_name,
     report_path,
@@ -31,8 +33,10 @@ from fw_assets.mixtures.contract import (
     check_token_files,
     curriculum_outcomes,
     member_figures,
+    reweight_outcomes,
     source_stages,
 )
+from fw_assets.mixtures.loss_inputs import ALL_DUMPS_PROBED, HeldLosses
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
@@ -41,11 +45,14 @@ from fw_assets.mixtures.report import (
     freshness_markdown,
     megatron_args_block,
     plan_report,
+    plot_losses,
     plot_shares,
     prefix_table,
+    reweighting_markdown,
     source_table,
     stage_table,
 )
+from fw_assets.mixtures.reweighted import highest_losses, text_starts
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, tokenized_generations
 from fw_assets.mixtures.views import view_lengths, write_views
 from fw_assets.resources import FineWebStorage
@@ -53,7 +60,8 @@ from fw_assets.run_health import writing_step
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "contract", "report", "views")),
+    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "contract", "report", "views", "reweighted")),
+    "fw_assets.lib.reweighting",
     *megatron.MODULES,
     "fw_assets.lib.indexed_dataset",
 )
@@ -69,7 +77,7 @@ class MixturePlanConfig(dg.Config):
 
 @dg.asset(
     **PER_RECIPE,
-    deps=[ALL_DUMPS_TOKENIZED, mixture_inputs],
+    deps=[ALL_DUMPS_TOKENIZED, ALL_DUMPS_PROBED, mixture_inputs],
     code_version=code_version(sql=SQL, modules=MODULES),
     check_specs=MIXTURE_PLAN_CHECK_SPECS,
     kinds={"json", "yaml"},
@@ -77,7 +85,8 @@ class MixturePlanConfig(dg.Config):
     "planned over the published token files: `mixtures/<recipe>/plan.json` (stages, weights, "
     "sample counts, Megatron-LM flags), `<stage>.data-args.txt` for `--data-args-path`, report.md, "
     "shares.png (each source's share over training tokens) and, with `fresh_documents`, each "
-    "stage's views of the token files (`views/<stage>/<bucket>/<dump>`).",
+    "stage's views of the token files (`views/<stage>/<bucket>/<dump>`; also without fresh documents "
+    "for a source with `reweight:`, with `losses-<source>.png`).",
 )
 def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, storage: FineWebStorage) -> Events:
     name, root, log = context.partition_key, storage.output_root, context.log.info
@@ -88,9 +97,10 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
         with _recipe_mistakes(name):
             recipe = load_recipe(recipe_file(name))
         # the token files stay the generations the plan reads until its views link them
-        with tokenized_generations(root, recipe.tokenizer, log) as records:
+        with tokenized_generations(root, recipe.tokenizer, log) as records, ExitStack() as held:
+            losses = HeldLosses(root, log, held)  # a reweighted source's losses, held still like the token files
             with _recipe_mistakes(name):
-                plan, figures = _plan(recipe, root, records)
+                plan, figures = _plan(recipe, root, records, losses)
             rows = source_stages(plan)
             curriculum = curriculum_outcomes(plan, rows)
             report = ContractReport(name, "mixture_plan", [
@@ -98,25 +108,37 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
                 check_sample_counts(plan),
                 check_epochs(plan, figures, config.max_epochs),
                 *curriculum,
+                *reweight_outcomes(plan),
             ], kind="Recipe")
             _log_warnings(context, report)
             yield from report.refuse_if_blocked()
             freshness = freshness_markdown(rows, curriculum)
-            text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
+            text = _report_text(plan, figures, rows, freshness, root)
             used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
-            staging.publish(
-                _moves(root, name, plan, text, staging.path),
-                {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
-                 "tokenized_generations": {dump: records[dump]["generation"] for dump in used}},
-            )
+            contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
+                        "tokenized_generations": {dump: records[dump]["generation"] for dump in used}}
+            if losses.generations:  # the losses it reweighted by: megatron_indexes refuses others
+                contents["probe_generations"] = losses.generations
+            staging.publish(_moves(root, name, plan, text, staging.path), contents)
     yield report.materialization(_metadata(plan, figures, text, freshness, root))
 
 
-def _plan(recipe: Recipe, root: Path, records: dict) -> tuple[MixturePlan, dict]:
+def _plan(recipe: Recipe, root: Path, records: dict, losses: HeldLosses) -> tuple[MixturePlan, dict]:
     """The plan of `recipe` over the token files of `records`, and each stage's figures."""
-    plan = plan_mixture(recipe, root, sorted(records))
+    plan = plan_mixture(recipe, root, sorted(records), losses)
     lengths = view_lengths(plan)
     return plan, {stage.name: member_figures(stage, lengths) for stage in plan.stages}
+
+
+def _report_text(plan: MixturePlan, figures: dict, rows: list, freshness: str, root: Path) -> str:
+    """report.md: the plan, its sources over training and, per reweighted source, what the
+    reweighting did (with the text starts of its highest-loss documents)."""
+    text = f"{plan_report(plan, figures)}\n## Sources over training\n\n{freshness}"
+    if plan.reweighted:
+        starts = text_starts(root, [(i, b, d) for w in plan.reweighted for i, b, d, *_ in highest_losses(w)])
+        pictures = {w.source: loss_picture_path(root, plan.recipe.name, w.source).name for w in plan.reweighted}
+        text += f"\n## Reweighted sources\n\n{reweighting_markdown(plan, rows, starts, pictures)}"
+    return text
 
 
 @contextmanager
@@ -152,6 +174,9 @@ def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path)
         staged.write_text(text)
         moves[target] = staged
     moves[shares_picture_path(root, name)] = plot_shares(plan, staging / "shares.png")
+    for weighting in plan.reweighted:
+        picture = loss_picture_path(root, name, weighting.source)
+        moves[picture] = plot_losses(weighting, staging / picture.name)
     views = views_dir(root, name)
     moves[views] = None
     if plan.views:
@@ -182,6 +207,13 @@ def _metadata(plan: MixturePlan, figures: dict, report: str, freshness: str, roo
         "sources_over_training": dg.MetadataValue.md(freshness),
         "views": sum(1 for _ in plan.views),
     }
+    for weighting in plan.reweighted:
+        picture = loss_picture_path(root, plan.recipe.name, weighting.source)
+        encoded = base64.b64encode(picture.read_bytes()).decode()
+        metadata[f"losses_{weighting.source}"] = dg.MetadataValue.md(
+            f"![probe losses of source {weighting.source}](data:image/png;base64,{encoded})")
+        metadata[f"repeated_documents_{weighting.source}"] = int((weighting.weighting.repetitions > 1).sum())
+        metadata[f"dropped_documents_{weighting.source}"] = int(weighting.weighting.dropped.sum())
     for stage in plan.stages:
         metadata[f"megatron_args_{stage.name}"] = dg.MetadataValue.md(megatron_args_block(stage))
         metadata[f"sources_{stage.name}"] = dg.MetadataValue.md(source_table(stage, figures[stage.name]))

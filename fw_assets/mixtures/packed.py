@@ -11,6 +11,7 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
+from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.packing import write_packed
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
@@ -56,6 +57,7 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
             staged_publication(root, publication_name("packed", name), name, log) as staging,
             tokenized_generations(root, plan["tokenizer"], log,
                                   list(plan_record["contents"]["tokenized_generations"])) as records,
+            refuse_a_plan_on_other_losses(name, root, plan_record, log),
         ):
             refuse_a_stale_plan(name, plan_record, records)
             rows = {}

@@ -3,8 +3,9 @@ weights, how many samples training will ask for, and the flags that make it ask 
 
 `plan_mixture` reads only the token files' indexes (`.idx`, and with fresh documents the
 `.docs.parquet` ids that order them) and takes every path explicitly, so the Dagster asset, the
-tests and the benchmark call it the same way; with fresh documents it also chooses each stage's
-views, which `views.write_views` writes before the stages' caches are built.
+tests and the benchmark call it the same way; with fresh documents or reweighted sources it also
+chooses each stage's views, which `views.write_views` writes before the stages' caches are built.
+A reweighted source's probe losses come from `read_losses` (see `reweighted`).
 """
 
 import fnmatch
@@ -14,6 +15,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import numpy as np
 
 from fw_assets import layout, settings
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
@@ -26,6 +29,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import (
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings, split_matrix
 from fw_assets.mixtures.megatron.utils import SPLITS, normalize
 from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source, Stage
+from fw_assets.mixtures.reweighted import LossReader, SourceReweighting, reweight_sources, whole_file_documents
 from fw_assets.mixtures.views import DocumentPools, ViewSelection
 
 
@@ -78,6 +82,7 @@ class MixturePlan:
     cache_dir: str  # as training sees it
     fingerprint: str
     views: tuple[ViewSelection, ...] = ()  # with fresh documents: each stage's view of each file
+    reweighted: tuple[SourceReweighting, ...] = ()  # the sources with `reweight:`
 
     def stage(self, name: str) -> StagePlan:
         for stage in self.stages:
@@ -118,8 +123,10 @@ def _stage_json(stage: StagePlan) -> dict:
     }
 
 
-def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> MixturePlan:
-    """Plan `recipe` over the token files of `dumps` under `output_root`."""
+def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
+                 read_losses: LossReader | None = None) -> MixturePlan:
+    """Plan `recipe` over the token files of `dumps` under `output_root` (and the probe losses
+    `read_losses` gives, for reweighted sources)."""
     # the paths training will write (and Megatron hashes): under data_root, else this absolute path
     data_root = Path(recipe.megatron.data_root or os.path.abspath(output_root))
     files = find_token_files(recipe, output_root, data_root, sorted(dumps))
@@ -129,6 +136,10 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
     cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
     stages, views = [], []
     pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
+    reweighted = reweight_sources(recipe, files, read_losses)
+    for weighting in reweighted.values():
+        for file in weighting.files:
+            pools.reweight(file.path, weighting.repetitions(file))
     limits = SizeLimits(recipe, *settings.mixture_limits())
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
@@ -143,9 +154,14 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
             members = tuple(Member(s.view, m.weight) for s, m in zip(selections, members))
             views += selections
         else:
-            shares = source_shares(recipe.sources, files, stage.temperature)
-            members = _members(recipe, shares, files)
+            selections = _whole_file_views(recipe, output_root, data_root, stage, reweighted)
+            seen = {s.view.path: s.view for s in selections}
+            read = {name: [seen.get(_view_path(recipe, output_root, stage, f), f) for f in found]
+                    for name, found in files.items()}
+            shares = source_shares(recipe.sources, read, stage.temperature)
+            members = _members(recipe, shares, read)
             limits.check(phase, stage, members, train_samples + sum(valid_test))
+            views += selections
         _check_splits_have_documents(recipe, members, cache)
         data_args = str(layout.data_args_path(data_root, recipe.name, stage.name))
         args = _megatron_args(recipe, phase, sum(sample_counts), transitions, data_args, cache_dir)
@@ -153,7 +169,34 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str]) -> Mix
                                 stage.temperature, shares, members, (train_samples, *valid_test),
                                 cache, data_args, args))
     fingerprint = _fingerprint(recipe, stages)
-    return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint, tuple(views))
+    return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint, tuple(views), tuple(reweighted.values()))
+
+
+def _view_path(recipe: Recipe, output_root: Path, stage: Stage, file: TokenFile) -> str:
+    return str(layout.view_prefix(output_root, recipe.name, stage.name, file.bucket, file.dump))
+
+
+def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage: Stage,
+                      reweighted: dict[str, SourceReweighting]) -> list[ViewSelection]:
+    """Without fresh documents: the stage's view of each reweighted file (the whole file, each
+    document listed its repetitions times; see `reweighted.whole_file_documents`)."""
+    splits = split_matrix(recipe.megatron.split)
+    selections = []
+    for weighting in reweighted.values():
+        for file in weighting.files:
+            repetitions = weighting.repetitions(file)
+            try:
+                documents, train = whole_file_documents(file.documents, repetitions, splits)
+            except ValueError as error:
+                raise RecipeError(recipe.path, "megatron.split", f"{file.path}: {error}") from error
+            lengths = IndexedDatasetReader(Path(file.path)).sequence_lengths
+            prefix = str(layout.view_prefix(data_root, recipe.name, stage.name, file.bucket, file.dump))
+            view = TokenFile(file.source, file.bucket, file.dump, _view_path(recipe, output_root, stage, file), prefix,
+                             len(documents), int(lengths[documents].sum(dtype=np.int64)))
+            listed = np.unique(documents[:train])
+            selections.append(ViewSelection(stage.name, file, view, documents, train, 0, train > len(listed),
+                                            len(listed), int(lengths[listed].sum(dtype=np.int64)), 0))
+    return selections
 
 
 class SizeLimits:

@@ -45,6 +45,21 @@ def _checked_name(path: Path, key: str, name: str) -> str:
     return name
 
 
+REWEIGHT_BY = ("probe_loss",)
+DEFAULT_PROBE = "builtin"  # fw_assets.probe.probes.BUILTIN: the probe that needs no model
+
+
+@dataclass(frozen=True)
+class Reweight:
+    """`reweight:` of a source: its documents repeated by their probe loss (seed 003 §11.6), by the
+    rule of fw_assets.lib.reweighting, in the buckets given (default: all the source's)."""
+
+    max_multiplier: float
+    drop_top_share: float
+    probe: str = DEFAULT_PROBE
+    buckets: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Source:
     """Tokenized files of some buckets × dumps (dump globs; None = every dump present)."""
@@ -53,6 +68,7 @@ class Source:
     buckets: tuple[str, ...]
     dumps: tuple[str, ...] | None
     weight: float | None  # None: the source's share of all the sources' tokens
+    reweight: Reweight | None = None
 
 
 @dataclass(frozen=True)
@@ -217,7 +233,7 @@ def _sources(path: Path, sources: dict) -> tuple[Source, ...]:
         key = f"sources.{name}"
         _checked_name(path, key, str(name))
         fields = _Fields(path, spec, key)
-        fields.only({"buckets", "dumps", "weight"})
+        fields.only({"buckets", "dumps", "weight", "reweight"})
         buckets = tuple(str(b) for b in fields.sequence("buckets"))
         known = [bucket.name for bucket in SEED_POLICY.buckets]
         for i, bucket in enumerate(buckets):
@@ -227,11 +243,35 @@ def _sources(path: Path, sources: dict) -> tuple[Source, ...]:
         weight = fields.number("weight", required=False)
         if weight is not None and weight < 0:
             raise RecipeError(path, f"{key}.weight", f"negative weight {weight}")
-        parsed.append(Source(str(name), buckets, None if dumps is None else tuple(map(str, dumps)), weight))
+        reweight = _reweight(path, key, buckets, fields) if "reweight" in fields.values else None
+        parsed.append(Source(str(name), buckets, None if dumps is None else tuple(map(str, dumps)), weight, reweight))
     given = [source.weight for source in parsed if source.weight is not None]
     if len(given) == len(parsed) and not any(given):
         raise RecipeError(path, "sources", "every weight is zero")
     return tuple(parsed)
+
+
+def _reweight(path: Path, key: str, buckets: tuple[str, ...], source: "_Fields") -> Reweight:
+    """`{by: probe_loss, max_multiplier: M, drop_top_share: S, probe: name, buckets: [...]}`."""
+    key = f"{key}.reweight"
+    fields = _Fields(path, source.mapping("reweight"), key)
+    fields.only({"by", "max_multiplier", "drop_top_share", "probe", "buckets"})
+    by = fields.text("by")
+    if by not in REWEIGHT_BY:
+        raise RecipeError(path, f"{key}.by", f"{by!r}: documents can be reweighted by {list(REWEIGHT_BY)}")
+    multiplier, share = fields.number("max_multiplier"), fields.number("drop_top_share")
+    if not multiplier >= 1:
+        raise RecipeError(path, f"{key}.max_multiplier", f"{multiplier} is below 1: a document is never weighed "
+                          "below its plain share, so the cap must be at least 1")
+    if not 0 <= share < 0.5:
+        raise RecipeError(path, f"{key}.drop_top_share", f"{share} is outside [0, 0.5): the share of the "
+                          "source's documents with the highest losses to drop")
+    probe = _checked_name(path, f"{key}.probe", fields.text("probe")) if "probe" in fields.values else DEFAULT_PROBE
+    chosen = tuple(str(b) for b in fields.sequence("buckets", required=False) or buckets)
+    for i, bucket in enumerate(chosen):
+        if bucket not in buckets:
+            raise RecipeError(path, f"{key}.buckets[{i}]", f"bucket {bucket!r} is not one of the source's {list(buckets)}")
+    return Reweight(multiplier, share, probe, chosen)
 
 
 def _phases(path: Path, phases: list) -> tuple[Phase, ...]:

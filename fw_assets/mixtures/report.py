@@ -1,5 +1,6 @@
 """What a planned and built mixture looks like to a person: `report.md` (with a curriculum's
-sources over training), `shares.png`, `blend.md` and the markdown tables of the assets' metadata.
+sources over training and the reweighted sources), `shares.png`, `losses-<source>.png`, `blend.md`
+and the markdown tables of the assets' metadata.
 Plain code, no Dagster."""
 
 import shlex
@@ -12,6 +13,7 @@ from fw_assets.contracts.findings import CheckOutcome
 from fw_assets.lib.markdown import table
 from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
+from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses
 
 
 def megatron_args_text(stage: StagePlan) -> str:
@@ -130,6 +132,94 @@ def plot_shares(plan: MixturePlan, path: Path) -> Path:
         start = end
     axes.set(xlim=(0, bounds[-1]), ylim=(0, 1), xlabel="training tokens", ylabel="share of samples")
     axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+    return Path(path)
+
+
+def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts: Mapping[str, str],
+                         pictures: Mapping[str, str]) -> str:
+    """Per reweighted source: its rule, the loss histogram (`pictures`: source -> image link), the
+    multiplier distribution, documents repeated and tokens added, the dropped share with the text
+    starts of the ten highest-loss documents, and each stage's effective epochs."""
+    lines = []
+    for w in plan.reweighted:
+        rule, result = w.reweight, w.weighting
+        listed = ~result.dropped
+        repeated = result.repetitions > 1
+        added = int(((result.repetitions - 1) * w.lengths)[repeated].sum())
+        others = listed & ~repeated
+        lines += [f"### Reweighted source {w.source}", "",
+                  f"Probe `{rule.probe}`, buckets {', '.join(rule.buckets)}: {len(w.ids):,} documents, typical "
+                  f"(median) loss {result.typical_loss:.3f} nats/token; multiplier = loss / typical, clipped to "
+                  f"[1, {rule.max_multiplier:g}]; the top {rule.drop_top_share:.1%} by loss dropped.", "",
+                  f"![losses of {w.source}]({pictures[w.source]})", "",
+                  table(["", "documents", "share", "tokens", "mean loss"], [
+                      ("dropped (highest loss)", int(result.dropped.sum()), result.dropped.mean() if len(w.ids) else 0.0,
+                       int(w.lengths[result.dropped].sum()), _mean(w.losses[result.dropped])),
+                      ("repeated", int(repeated.sum()), repeated.mean() if len(w.ids) else 0.0,
+                       int(w.lengths[repeated].sum()), _mean(w.losses[repeated])),
+                      ("listed once", int(others.sum()), others.mean() if len(w.ids) else 0.0,
+                       int(w.lengths[others].sum()), _mean(w.losses[others]))]), "",
+                  f"Tokens added by repetitions: {added:,} (each repetition beyond the first, whole documents).", "",
+                  "Multiplier distribution:", "", _multiplier_table(result.multipliers[listed], result.repetitions), "",
+                  "The ten highest-loss documents (first 200 characters):", "",
+                  table(["id", "bucket", "dump", "loss", "dropped", "text"],
+                        [(i, b, d, round(loss, 3), "yes" if gone else "no", _cell(starts.get(i)))
+                         for i, b, d, loss, gone in highest_losses(w)]), "",
+                  "Effective epochs (tokens drawn / the distinct tokens it may read):", "",
+                  table(["stage", "tokens drawn", "distinct tokens", "effective epochs"],
+                        [(r.stage, r.tokens_drawn, distinct, r.tokens_drawn / max(distinct, 1))
+                         for r in rows if r.source == w.source
+                         for distinct in [_distinct_tokens(plan, w, r.stage)]]), ""]
+    return "\n".join(lines)
+
+
+def _distinct_tokens(plan: MixturePlan, weighting: SourceReweighting, stage: str) -> int:
+    """The train tokens a stage may read of a reweighted source, each document counted once."""
+    views = [s for s in plan.views if s.stage == stage and weighting.covers(s.file)]
+    plain = [m.file for m in plan.stage(stage).members
+             if m.file.source == weighting.source and m.file.path not in {s.view.path for s in views}]
+    return sum(s.eligible_tokens for s in views) + sum(f.tokens for f in plain)
+
+
+def _mean(values: np.ndarray) -> float:
+    return round(float(values.mean()), 3) if len(values) else 0.0
+
+
+def _multiplier_table(multipliers: np.ndarray, repetitions: np.ndarray) -> str:
+    quantiles = np.quantile(multipliers, [0.0, 0.5, 0.9, 0.99, 1.0]) if len(multipliers) else np.zeros(5)
+    rows = [("multiplier " + q, round(float(v), 3)) for q, v in zip(("min", "median", "p90", "p99", "max"), quantiles)]
+    rows += [(f"listed {n}×", int(c)) for n, c in enumerate(np.bincount(repetitions)) if c]
+    return table(["", "value"], rows)
+
+
+def _cell(text: str | None) -> str:
+    return "(text not published)" if text is None else " ".join(text.split()).replace("|", "\\|")
+
+
+def plot_losses(weighting: SourceReweighting, path: Path) -> Path:
+    """PNG: the histogram of a reweighted source's losses, kept and dropped, with the typical loss,
+    where the cap is reached and where the drop begins."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    result, losses = weighting.weighting, weighting.losses
+    figure, axes = pyplot.subplots(figsize=(9, 4))
+    bins = np.histogram_bin_edges(losses, bins=60) if len(losses) else 10
+    axes.hist([losses[~result.dropped], losses[result.dropped]], bins=bins, stacked=True,
+              label=["kept", "dropped"], color=["tab:blue", "tab:red"])
+    typical = result.typical_loss
+    axes.axvline(typical, color="black", linestyle="--", label=f"typical {typical:.2f} (multiplier 1)")
+    axes.axvline(typical * weighting.reweight.max_multiplier, color="tab:green", linestyle=":",
+                 label=f"cap ×{weighting.reweight.max_multiplier:g} reached")
+    axes.set(xlabel="probe loss (nats per token)", ylabel="documents", yscale="log",
+             title=f"source {weighting.source}: probe {weighting.reweight.probe}")
+    axes.legend(fontsize=8)
     figure.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)

@@ -8,7 +8,10 @@ after that every document is reused in turn, so uses never differ by more than o
 documents and none is used more than ⌈demand / supply⌉ times. Validation and test documents are
 held out of every train split: a file's documents are split once, in their ranked order, by the
 run's `--split` shares, and each view ends with the held-out documents its own split sizes ask
-for (Megatron splits a prefix by position). A view is an `.idx` in Megatron's
+for (Megatron splits a prefix by position). In a reweighted file (a source with `reweight:`) the
+reweighting applies within each stage's fresh subset: a dropped document is in no split, and each
+chosen train document is listed its repetitions times, one after the other (each repetition is a
+use). A view is an `.idx` in Megatron's
 format listing the chosen documents, its `.bin` a hard link to the file's (the planned tokens, kept), and a
 `.docs.parquet` sidecar with their source ids (`explain` reads it as for any prefix).
 """
@@ -66,6 +69,11 @@ class DocumentPools:
         self._ranks: dict[str, np.ndarray] = {}
         self._split_of: dict[str, np.ndarray] = {}
         self._uses: dict[str, np.ndarray] = {}
+        self._repetitions: dict[str, np.ndarray] = {}
+
+    def reweight(self, path: str, repetitions: np.ndarray) -> None:
+        """List each document of the file at `path` `repetitions` times (0: in no split)."""
+        self._repetitions[path] = repetitions
 
     def _load(self, path: str) -> None:
         if path in self._lengths:
@@ -84,12 +92,15 @@ class DocumentPools:
     def _documents(self, path: str, split: int, min_doc_tokens: int) -> np.ndarray:
         """The file's documents of `split` at least `min_doc_tokens` long, in seeded order."""
         self._load(path)
-        found = np.flatnonzero((self._split_of[path] == split) & (self._lengths[path] >= min_doc_tokens))
+        wanted = (self._split_of[path] == split) & (self._lengths[path] >= min_doc_tokens)
+        if path in self._repetitions:
+            wanted &= self._repetitions[path] > 0
+        found = np.flatnonzero(wanted)
         return found[np.argsort(self._ranks[path][found], kind="stable")]
 
     def eligible(self, file: TokenFile, min_doc_tokens: int) -> TokenFile:
         """`file` as a stage with this minimum document length sees it: its train documents."""
-        documents = self._documents(file.path, 0, min_doc_tokens)
+        documents = self._listed(file.path, self._documents(file.path, 0, min_doc_tokens))
         kept = self._lengths[file.path][documents]
         return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
 
@@ -101,7 +112,7 @@ class DocumentPools:
         lengths, uses = self._lengths[file.path], self._uses[file.path]
         if not lengths[pool].sum():
             raise ValueError(f"{file.path}: no train document of at least {min_doc_tokens} tokens for stage {stage}")
-        order = pool[np.argsort(uses[pool], kind="stable")]  # least used first, then seeded order
+        order = self._listed(file.path, pool[np.argsort(uses[pool], kind="stable")])  # least used first, then seeded order
         count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, self.splits)
         parts = []
         for split, bounds in enumerate(self.splits):
@@ -112,13 +123,17 @@ class DocumentPools:
             parts.append(source[np.arange(end - begin) % len(source)])
         train = parts[0]
         seen_before = int((uses[train] > 0).sum())
-        repeats = bool(seen_before) or len(np.unique(train)) < len(train)
+        repeats = bool(seen_before) or len(train) > len(self._listed(file.path, np.unique(train)))
         np.add.at(uses, train, 1)
         documents = np.concatenate(parts)
         tokens = int(lengths[documents].sum(dtype=np.int64))
         return ViewSelection(stage, file, replace(view, documents=count, tokens=tokens), documents, len(train),
                              seen_before, repeats, len(pool), int(lengths[pool].sum(dtype=np.int64)),
                              int((uses[pool] == 0).sum()))
+
+    def _listed(self, path: str, documents: np.ndarray) -> np.ndarray:
+        """`documents` as a view lists them: each its repetitions times in a reweighted file."""
+        return np.repeat(documents, self._repetitions[path][documents]) if path in self._repetitions else documents
 
     def _held_out(self, path: str, split: int, min_doc_tokens: int, stage: str) -> np.ndarray:
         held = self._documents(path, split, min_doc_tokens)

@@ -43,7 +43,8 @@ from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.tokenized import tokenized
 
 SQL = STEPS_SQL
-MODULES = tuple(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "steps", "causal_lm", "contract"))
+MODULES = (*(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "steps", "causal_lm", "contract")),
+           "fw_assets.lib.probe_losses")
 
 
 def _configured_fingerprint() -> str:

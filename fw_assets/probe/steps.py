@@ -20,21 +20,13 @@ import pyarrow.parquet as pq
 from fw_assets.layout import bin_path, docs_path
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.lib.probe_losses import LOSS_SCHEMA
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.writers import KeepOnSuccess
 from fw_assets.probe.ngram import REFERENCE_TOKENS, BigramModel, document_losses, reference_halves
 
 STEPS_SQL = ("probe_texts",)
 
-LOSS_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("tokens", pa.int64()),
-        ("loss", pa.float64()),
-        ("bits_per_byte", pa.float64()),
-        ("truncated", pa.bool_()),
-    ]
-)
 ROW_GROUP_ROWS = 1 << 17  # fixed, so a file's bytes depend only on its rows
 WINDOW_TOKENS = 1 << 21  # tokens the built-in probe reads and scores at a time (~16 MB as int64)
 TEXT_BATCH_ROWS = 256  # texts the model probe fetches at a time

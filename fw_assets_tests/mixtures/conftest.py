@@ -15,7 +15,7 @@ from fw_assets_tests.extras import extra_module
 from fw_assets_tests.helpers import writable_copy
 from fw_assets_tests.mixtures import curriculum, one_phase
 from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, build_curriculum, write_recipe
-from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, INT32_CASE, write_case
+from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, INT32_CASE, REWEIGHTED_CASE, write_case
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +48,10 @@ def process_group(tmp_path_factory):
     dist.destroy_process_group()
 
 
-@pytest.fixture(scope="package", params=["blend", "int32"])
+@pytest.fixture(scope="package", params=["blend", "int32", "reweighted"])
 def case(request, tmp_path_factory):
-    """A one-phase stage planned over one of the two cases, its cache built in `ours`."""
-    spec = BLEND_CASE if request.param == "blend" else INT32_CASE
+    """A one-phase stage planned over one of the three cases, its cache built in `ours`."""
+    spec = {"blend": BLEND_CASE, "int32": INT32_CASE, "reweighted": REWEIGHTED_CASE}[request.param]
     root = tmp_path_factory.mktemp(request.param)
     stage, ours = write_case(root, spec)
     return SimpleNamespace(spec=spec, stage=stage, ours=ours, root=root)

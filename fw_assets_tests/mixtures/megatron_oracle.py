@@ -1,17 +1,22 @@
 """Megatron-Core as the oracle of the mixture tests: its own builder run with a stage's flags, on
-two planned cases (uint16 tokens over three splits; int32 tokens, no test split)."""
+three planned cases (uint16 tokens over three splits; int32 tokens, no test split; the first with
+its `top` source reweighted by synthetic probe losses, read through views)."""
 
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pyarrow as pa
 import yaml
 
+from fw_assets.layout import token_prefix
+from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_stage_cache
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
+from fw_assets.mixtures.views import write_views
 from fw_assets_tests.token_trees import document_lengths, write_token_file
 
 DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10"]
@@ -36,6 +41,23 @@ INT32_CASE = SimpleNamespace(
     documents={"3.5": 500, "4.0": 300},
 )
 
+# the blend case with `top` reweighted: drop the top 5 % by loss, repeat the rest up to twice
+REWEIGHTED_CASE = SimpleNamespace(**{**vars(BLEND_CASE), "sources": {
+    **BLEND_CASE.sources,
+    "top": {**BLEND_CASE.sources["top"],
+            "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.05}},
+}})
+
+
+def synthetic_losses(output: Path, buckets, seed: int = 5):
+    """A LossReader over the case's token files: log-normal losses, one per document, by id."""
+    def read(probe: str, dump: str) -> pa.Table:
+        ids = pa.concat_arrays([read_document_index(token_prefix(output, TOKENIZER, b, dump))["id"].combine_chunks()
+                                for b in buckets])
+        rng = np.random.default_rng([seed, DUMPS.index(dump)])
+        return pa.table({"id": ids, "loss": rng.lognormal(np.log(5.0), 0.3, len(ids))})
+    return read
+
 
 def write_case(root: Path, case) -> tuple:
     rng = np.random.default_rng(case.seed)
@@ -54,7 +76,9 @@ def write_case(root: Path, case) -> tuple:
     }
     path = root / "case.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
-    stage = plan_mixture(load_recipe(path), output, DUMPS).stages[0]
+    mixture = plan_mixture(load_recipe(path), output, DUMPS, synthetic_losses(output, case.documents))
+    write_views(mixture)
+    stage = mixture.stages[0]
     ours = root / "ours"
     write_stage_cache(stage, ours)
     return stage, ours

@@ -1,17 +1,19 @@
 """explain.py: the documents `explain_sample` names hold exactly the tokens of Megatron-Core's own
-`BlendedDataset[N]`, and their ids are the original documents' (through a curriculum's views)."""
+`BlendedDataset[N]`, and their ids are the original documents' (through a curriculum's views, and
+a reweighted source's)."""
 
 import json
 from pathlib import Path
 
 import numpy as np
 
+from fw_assets.layout import token_prefix
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.published import stage_from_plan_json
 from fw_assets_tests.extras import extra_module
-from fw_assets_tests.mixtures.megatron_oracle import megatron_build
+from fw_assets_tests.mixtures.megatron_oracle import TOKENIZER, megatron_build
 
 extra_module("megatron.core", "megatron")
 
@@ -30,8 +32,14 @@ def test_explain_names_the_tokens_of_megatrons_sample(case, process_group):
             tokens = [reader[d["document_index"]][d["offset"]: d["offset"] + d["length"]]
                       for d in explained["documents"]]
             assert np.array_equal(np.concatenate(tokens), expected)
+            original = IndexedDatasetReader(token_prefix(case.root / "out", TOKENIZER, member.bucket, member.dump))
             for d in explained["documents"]:
-                assert d["id"] == f"<urn:uuid:{member.bucket}-{member.dump}-{d['document_index']:06d}>"
+                # the id names the original document (a reweighted case reads a view of it)
+                number = int(d["id"].rsplit("-", 1)[1].rstrip(">"))
+                assert d["id"] == f"<urn:uuid:{member.bucket}-{member.dump}-{number:06d}>"
+                assert np.array_equal(original[number], reader[d["document_index"]])
+                if "/views/" not in member.path:
+                    assert number == d["document_index"]
 
 
 def test_explain_names_source_ids_through_the_views(curriculum_cache, process_group):

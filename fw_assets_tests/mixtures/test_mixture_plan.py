@@ -63,9 +63,10 @@ def test_checks_are_reported_per_recipe(demo_built):
     _, result, _ = demo_built
     evaluations = check_evaluations(result)
     curriculum = ("max_epochs", "phase_epochs", "repeats_while_unseen")  # a recipe without schedules passes them
-    assert set(evaluations) == {"token_files", "sample_counts", "epochs", "blend_error", *curriculum}
+    reweight = ("reweight_cap", "reweight_dropped", "reweight_coverage")  # and without `reweight:` these
+    assert set(evaluations) == {"token_files", "sample_counts", "epochs", "blend_error", *curriculum, *reweight}
     assert all(e.partition == RECIPE_NAME for e in evaluations.values())
-    assert all(evaluations[name].passed for name in ("token_files", "sample_counts", "blend_error", *curriculum))
+    assert all(evaluations[name].passed for name in ("token_files", "sample_counts", "blend_error", *curriculum, *reweight))
     epochs = evaluations["epochs"]
     assert not epochs.passed and epochs.severity == dg.AssetCheckSeverity.WARN
     assert any("source top" in problem for problem in epochs.metadata["problems"].value)

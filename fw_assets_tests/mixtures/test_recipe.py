@@ -101,3 +101,34 @@ def test_absurd_values_are_refused_by_name(tmp_path, change, key, problem):
     with pytest.raises(RecipeError) as error:
         load_recipe(_recipe_file(tmp_path, recipe))
     assert error.value.key == key and problem in error.value.problem
+
+
+def _reweight(**rule):
+    return lambda r: r["sources"]["top"].update(reweight={"by": "probe_loss", "max_multiplier": 2.0,
+                                                          "drop_top_share": 0.01, **rule})
+
+
+@pytest.mark.parametrize("change, key, problem", [
+    (_reweight(max_multiplier=0.5), "sources.top.reweight.max_multiplier", "below 1"),
+    (_reweight(drop_top_share=0.5), "sources.top.reweight.drop_top_share", "outside [0, 0.5)"),
+    (_reweight(drop_top_share=-0.1), "sources.top.reweight.drop_top_share", "outside [0, 0.5)"),
+    (_reweight(by="perplexity"), "sources.top.reweight.by", "'probe_loss'"),
+    (_reweight(probe="../models"), "sources.top.reweight.probe", "no path"),
+    (_reweight(buckets=["2.8"]), "sources.top.reweight.buckets[0]", "not one of the source's"),
+    (_reweight(cap=3), "sources.top.reweight.cap", "unknown key"),
+])
+def test_reweight_keys_out_of_range_are_refused_by_name(tmp_path, change, key, problem):
+    recipe = copy.deepcopy(CURRICULUM)
+    change(recipe)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(_recipe_file(tmp_path, recipe))
+    assert error.value.key == key and problem in error.value.problem
+
+
+def test_reweight_defaults_to_the_builtin_probe_and_the_sources_buckets(tmp_path):
+    recipe = copy.deepcopy(CURRICULUM)
+    _reweight()(recipe)
+    top, *others = load_recipe(_recipe_file(tmp_path, recipe)).sources
+    assert top.reweight.probe == "builtin" and top.reweight.buckets == top.buckets
+    assert top.reweight.max_multiplier == 2.0 and top.reweight.drop_top_share == 0.01
+    assert all(s.reweight is None for s in others)

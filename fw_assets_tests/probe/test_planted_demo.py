@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.layout import planted_probe_truth_path
-from fw_assets.probe.losses import published_losses
+from fw_assets.lib.probe_losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.synthetic import write_sample_dump

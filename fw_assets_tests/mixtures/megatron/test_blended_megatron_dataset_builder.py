@@ -5,15 +5,17 @@ bytes."""
 
 import filecmp
 import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.megatron.gpt_dataset import plan_epochs
 from fw_assets_tests.extras import extra_module
-from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, megatron_build, snapshot
+from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, REWEIGHTED_CASE, megatron_build, snapshot
 from fw_assets_tests.mixtures.one_phase import plan
 
 extra_module("megatron.core", "megatron")
@@ -21,7 +23,8 @@ extra_module("megatron.core", "megatron")
 
 def test_case_covers_epochs_and_token_widths(case):
     """The blend case has a source read several times with its final epoch shuffled apart, and
-    one read less than once; the int32 case's token files are int32."""
+    one read less than once; the int32 case's token files are int32; the reweighted case reads
+    `top` through views listing some documents twice, none more, the others plainly."""
     epochs = []
     for cache in stage_caches(case.stage):
         for member, description, (begin, end) in zip(case.stage.members, cache.members, cache.documents):
@@ -36,6 +39,14 @@ def test_case_covers_epochs_and_token_widths(case):
         assert any(s == "train" and n >= 3 and sep for s, _, n, sep, _ in epochs)
         assert any(s == "train" and src == "low" and share < 1 for s, src, _, _, share in epochs)
         assert {split for split, *_ in epochs} == {"train", "valid", "test"}
+    elif case.spec is REWEIGHTED_CASE:
+        for member in case.stage.members:
+            ids = read_document_index(Path(member.file.path))["id"].to_pylist()
+            counts = Counter(ids).values()
+            if member.file.source == "top":
+                assert "/views/main/4.0/" in member.file.path and max(counts) == 2
+            else:
+                assert "/views/" not in member.file.path and max(counts) == 1
     else:
         member = IndexedDatasetReader(Path(case.stage.members[0].file.path))
         assert member.dtype == np.int32

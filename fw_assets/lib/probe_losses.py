@@ -1,4 +1,5 @@
-"""Reading one probe's published losses of one dump, for whatever weighs documents by them."""
+"""A probe's published losses (`probe_loss`): their schema, and reading one probe's losses of one
+dump, for whatever weighs documents by them (the probe stage writes them, the mixtures read them)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,7 +10,16 @@ import pyarrow.parquet as pq
 
 from fw_assets.layout import probe_loss_path, publication_name
 from fw_assets.lib.publish import Log, published_generation
-from fw_assets.probe.steps import LOSS_SCHEMA
+
+LOSS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("tokens", pa.int64()),
+        ("loss", pa.float64()),
+        ("bits_per_byte", pa.float64()),
+        ("truncated", pa.bool_()),
+    ]
+)
 
 
 class ProbeLossesMissing(ValueError):

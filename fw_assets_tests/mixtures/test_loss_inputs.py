@@ -1,0 +1,187 @@
+"""loss_inputs.py through the assets on the tokenized sample dumps with their built-in probe losses:
+a reweighted recipe plans and builds (report, picture, checks, views); probe files deleted or
+damaged underneath, or re-scored since the plan, are refused by name with nothing published; the
+losses are part of the plan's inputs (stale once re-scored); and the whole way from the CLI."""
+
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._core.definitions.observe import observe
+from dagster._utils.test.data_versions import get_stale_status_resolver
+
+from fw_assets.layout import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
+from fw_assets.lib.doc_index import read_document_index
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
+from fw_assets.mixtures.megatron_indexes import megatron_indexes
+from fw_assets.mixtures.mixture_inputs import mixture_inputs
+from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.mixtures.published import read_plan
+from fw_assets.lib.probe_losses import published_losses
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
+from fw_assets.settings import MIXTURES_DIR_ENV
+from fw_assets.synthetic import write_sample_dump
+from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
+from fw_assets_tests.helpers import materialize_dump, published_tree, resources, writable_copy
+from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, check_evaluations, write_recipe
+
+REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
+    **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
+
+
+def score(source, output, dump):
+    materialize_dump(source, output, dump, [probe_loss], extra_resources={"probe": ProbeResource()})
+
+
+@pytest.fixture(scope="module")
+def probed(sample_source, tokenized_output, tmp_path_factory):
+    """Both sample dumps scored by the built-in probe, the reweighted recipe planned and built."""
+    output = writable_copy(tokenized_output, tmp_path_factory.mktemp("probed") / "output")
+    for dump in SAMPLE_DUMPS:
+        score(sample_source, output, dump)
+    folder = write_recipe(tmp_path_factory.mktemp("recipes"), REWEIGHTED).parent
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(MIXTURES_DIR_ENV, str(folder))
+        result = build(sample_source, output)
+        yield output, result
+
+
+def test_a_reweighted_recipe_builds_with_its_report_picture_and_checks(probed):
+    output, result = probed
+    assert result.success
+    checks = check_evaluations(result)
+    assert all(checks[name].passed for name in ("reweight_cap", "reweight_dropped", "reweight_coverage"))
+    report = report_path(output, RECIPE_NAME).read_text()
+    assert "## Reweighted sources" in report and "![losses of top](losses-top.png)" in report
+    assert "The ten highest-loss documents" in report and "(text not published)" not in report
+    assert loss_picture_path(output, RECIPE_NAME, "top").read_bytes()[:4] == b"\x89PNG"
+    (materialization,) = result.asset_materializations_for_node("mixture_plan")
+    assert "data:image/png;base64," in materialization.metadata["losses_top"].value
+    plan = read_plan(output, RECIPE_NAME)
+    members = plan["phases"][0]["stages"][0]["members"]
+    assert all(("/views/" in m["path"]) == (m["source"] == "top") for m in members)
+
+
+def test_probe_files_deleted_underneath_a_plan_are_refused_with_nothing_published(probed, sample_source, tmp_path, monkeypatch):
+    output = _copy(probed, tmp_path, monkeypatch)
+    probe_loss_path(output, "builtin", "4.0", SAMPLE_DUMPS[0]).unlink()
+    before = published_tree(output)
+    message = _failure(build(sample_source, output, [megatron_indexes]), "megatron_indexes")
+    assert f"Recipe {RECIPE_NAME}: the plan is stale, the probe losses it reweighted by changed since it was made: builtin of {SAMPLE_DUMPS[0]}" in message
+    assert f"probe/builtin/4.0/{SAMPLE_DUMPS[0]}.parquet is missing" in message
+    message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
+    assert f"sources.top.reweight: Dump {SAMPLE_DUMPS[0]}: probe builtin: The published probe_loss-builtin-{SAMPLE_DUMPS[0]} was changed outside the pipeline" in message
+    assert f"Nothing was published for recipe {RECIPE_NAME}" in message
+    assert published_tree(output) == before
+
+
+def test_a_probe_file_damaged_underneath_is_refused_by_the_plan_naming_it(probed, sample_source, tmp_path, monkeypatch):
+    output = _copy(probed, tmp_path, monkeypatch)
+    path = probe_loss_path(output, "builtin", "4.0", SAMPLE_DUMPS[1])
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3: len(data) // 3 + 64] = bytes(64)  # same size: only the page checksums see it
+    path.write_bytes(bytes(data))
+    before = published_tree(output)
+    message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
+    assert f"the published probe loss file probe/builtin/4.0/{SAMPLE_DUMPS[1]}.parquet is damaged" in message
+    assert published_tree(output) == before
+
+
+def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sample_source, tmp_path, monkeypatch):
+    output = _copy(probed, tmp_path, monkeypatch)
+    with dg.DagsterInstance.ephemeral() as instance:
+        def plan_status():
+            observe([mixture_inputs], instance=instance, resources=resources(sample_source, output))
+            resolver = get_stale_status_resolver(instance, [mixture_inputs, mixture_plan])
+            return resolver.get_status(mixture_plan.key, RECIPE_NAME)
+
+        plan_status()
+        assert build(sample_source, output, [mixture_plan], instance=instance).success
+        assert plan_status() == StaleStatus.FRESH
+        score(sample_source, output, SAMPLE_DUMPS[1])
+        assert plan_status() == StaleStatus.STALE
+    before = published_tree(output)
+    message = _failure(build(sample_source, output, [megatron_indexes]), "megatron_indexes")
+    assert f"builtin of {SAMPLE_DUMPS[1]} (planned from generation" in message
+    assert published_tree(output) == before
+    assert build(sample_source, output).success  # planned again on the new losses, then built
+
+
+def test_no_top_document_is_listed_more_than_twice_and_repeated_ones_have_higher_losses(probed):
+    output, _ = probed
+    assert train_counts(output, RECIPE_NAME, "rest") and max(train_counts(output, RECIPE_NAME, "rest").values()) == 1
+    counts, losses = train_counts(output, RECIPE_NAME, "top"), builtin_losses(output)
+    assert max(counts.values()) == 2
+    twice = [losses[i] for i, n in counts.items() if n == 2]
+    once = [losses[i] for i, n in counts.items() if n == 1]
+    assert twice and np.mean(twice) > np.mean(once)
+
+
+def train_counts(output, recipe: str, source: str) -> Counter:
+    """How often each document of `source` is in the train split of its first stage's prefixes."""
+    plan = read_plan(output, recipe)
+    train = split_matrix(plan["split"])[0]
+    counts: Counter = Counter()
+    for member in plan["phases"][0]["stages"][0]["members"]:
+        if member["source"] == source:
+            ids = read_document_index(Path(member["path"]))["id"].to_pylist()
+            counts.update(ids[: split_documents(train, len(ids))[1]])
+    return counts
+
+
+def builtin_losses(output) -> dict[str, float]:
+    losses = {}
+    for dump in SAMPLE_DUMPS:
+        with published_losses(output, "builtin", dump) as table:
+            losses |= dict(zip(table.column("id").to_pylist(), table.column("loss").to_pylist()))
+    return losses
+
+
+def _copy(probed, tmp_path, monkeypatch):
+    output = tmp_path / "copy"
+    shutil.copytree(probed[0], output)
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(write_recipe(tmp_path / "recipes", REWEIGHTED).parent))
+    return output
+
+
+def _failure(result, node: str) -> str:
+    assert not result.success
+    return result.failure_data_for_node(node).user_failure_data.description or str(result.failure_data_for_node(node).error)
+
+
+@pytest.mark.e2e
+def test_from_the_cli_probe_losses_then_a_reweighted_plan(tmp_path, dagster_home):
+    """The issue's "done when": `*probe_loss` per fresh dump, then `mixture_plan*` for a recipe
+    reweighting one source (M 2, S 0.01): no document of it more than twice in the stage, some
+    twice, those of higher mean loss; the other sources without repeats."""
+    source, output = tmp_path / "source", tmp_path / "output"
+    for dump in SAMPLE_DUMPS:
+        write_sample_dump(source, dump, rows=3_000, files=1, seed=0, probe_plant_share=0.01)
+    recipe = write_recipe(tmp_path / "recipes", REWEIGHTED)
+    env = {**subprocess_env(source, output, dagster_home), MIXTURES_DIR_ENV: str(recipe.parent)}
+
+    def materialize(select: str, partition: str) -> None:
+        finished = subprocess.run([sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
+                                   "--select", select, "--partition", partition],
+                                  env=env, capture_output=True, text=True, timeout=600)
+        assert finished.returncode == 0, finished.stderr[-3000:]
+
+    for dump in SAMPLE_DUMPS:
+        materialize("*probe_loss", dump)
+    materialize("mixture_plan*", RECIPE_NAME)
+    counts, losses = train_counts(output, RECIPE_NAME, "top"), builtin_losses(output)
+    assert max(counts.values()) == 2
+    twice = [losses[i] for i, n in counts.items() if n == 2]
+    others = [losses[i] for i, n in counts.items() if n == 1]
+    assert twice and np.mean(twice) > np.mean(others)
+    for plain in ("mid", "rest"):
+        assert max(train_counts(output, RECIPE_NAME, plain).values()) == 1
+    assert list(mixture_cache_dir(output, RECIPE_NAME).glob("*-BlendedDataset-train-dataset_index.npy"))
