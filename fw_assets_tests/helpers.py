@@ -27,7 +27,7 @@ from fw_assets.bucketing.sampled import sampled
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.jobs import dump_chain_job
-from fw_assets.layout import generation_record_path
+from fw_assets.layout import generation_record_path, publication_name
 from fw_assets.resources import DuckDBSteps, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
@@ -189,3 +189,25 @@ def killed_mid_publish(source: Path, output: Path, dump: str, imports: str, asse
     script = _KILLED_MID_PUBLISH.format(imports=imports, asset=asset, resources=resources)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.run([sys.executable, "-c", script, str(source), str(output), dump], env=env).returncode
+
+
+def rewrite_in_row_groups(output: Path, dump: str, path: Path, rows_per_group: int = 100) -> None:
+    """A bucketed file's rows again in row groups of `rows_per_group`, as another writer might
+    publish them (the dump's bucketed generation record updated with the new size)."""
+    pq.write_table(pq.read_table(path), path, row_group_size=rows_per_group, compression="zstd")
+    record_path = generation_record_path(output, publication_name("bucketed", dump))
+    record = json.loads(record_path.read_text())
+    record["files"][str(path.relative_to(output))] = path.stat().st_size
+    record_path.write_text(json.dumps(record))
+
+
+def damage_text_page(path: Path, group: int) -> None:
+    """Overwrite 64 bytes in the middle of the `text` column of row group `group`, same size."""
+    metadata = pq.ParquetFile(path).metadata
+    names = [metadata.row_group(group).column(i).path_in_schema for i in range(metadata.num_columns)]
+    chunk = metadata.row_group(group).column(names.index("text"))
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    middle = start + chunk.total_compressed_size // 2
+    data = bytearray(path.read_bytes())
+    data[middle : middle + 64] = bytes(range(64))
+    path.write_bytes(bytes(data))

@@ -31,7 +31,16 @@ from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.extras import extra_module
-from fw_assets_tests.helpers import CHAIN, killed_mid_publish, materialize_dump, published_tree, rerecord_size, writable_copy
+from fw_assets_tests.helpers import (
+    CHAIN,
+    damage_text_page,
+    killed_mid_publish,
+    materialize_dump,
+    published_tree,
+    rerecord_size,
+    rewrite_in_row_groups,
+    writable_copy,
+)
 from fw_assets_tests.lib.test_indexed_dataset import parse_index, write_tiny_tokenizer_json
 
 DUMP = SAMPLE_DUMPS[0]
@@ -380,6 +389,26 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
         assert expected in message
     assert tokenized_tree(output) == before
     assert staged_leftovers(output) == [], "no staged output or scratch file is left behind"
+
+
+def test_a_damaged_page_in_the_middle_of_a_bucketed_file_is_named_with_its_file_and_row_group(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    small_dump(source)
+    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    before = tokenized_tree(output)
+    (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
+    rewrite_in_row_groups(output, DUMP, bucket_file, rows_per_group=40)
+    damage_text_page(bucket_file, 1)
+    groups = pq.ParquetFile(bucket_file).metadata.num_row_groups
+
+    result = run_tokenized(source, output, TokenizerResource(workers=1), raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].step_failure_data.error)
+    for expected in (f"Dump {DUMP}, bucket 3.0: the bucketed file {bucket_file} is damaged",
+                     f"row group 1 (of {groups})", "Nothing was published", "Materialize `bucketed`"):
+        assert expected in message, message
+    assert tokenized_tree(output) == before
+    assert staged_leftovers(output) == []
 
 
 def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
