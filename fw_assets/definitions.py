@@ -10,6 +10,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from fw_assets.automation.dedup_reruns import stale_dedup
+from fw_assets.automation.recipe_inputs import recipe_inputs
 from fw_assets.automation.sensors import new_dumps
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
@@ -36,7 +37,7 @@ defs = dg.Definitions(
     # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.
     executor=dg.in_process_executor,
     jobs=[dump_chain_job],
-    sensors=[new_dumps, stale_dedup],
+    sensors=[new_dumps, stale_dedup, recipe_inputs],
     resources={
         "storage": FineWebStorage.from_environment(),
         "warehouse": DuckDBSteps(),

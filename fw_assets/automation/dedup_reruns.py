@@ -23,14 +23,14 @@ record. With a scope other than `across_dumps` no decision reads an earlier dump
 """
 
 import json
-from dataclasses import dataclass
 
 import dagster as dg
 import xxhash
 
 from fw_assets.automation.dump_runs import unfinished_runs
+from fw_assets.automation.observations import Observed, latest_observations
 from fw_assets.dedup.band_key_index import band_key_index
-from fw_assets.dedup.band_key_lineage import DATA_VERSION_TAG, DECIDED_AGAINST, published
+from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, published
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.policy import MINHASH_POLICY, Scope
@@ -43,30 +43,12 @@ from fw_assets.run_health import fail_dead_runs
 from fw_assets.tokenizing.tokenized import tokenized
 
 MATERIALIZATION = dg.DagsterEventType.ASSET_MATERIALIZATION
-OBSERVATION = dg.DagsterEventType.ASSET_OBSERVATION
 PLANNED = dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
-
-
-@dataclass(frozen=True)
-class Observed:
-    """The latest observation of a dump's band keys: its storage id and data version."""
-
-    storage_id: int
-    version: str
 
 
 def observed_versions(instance: dg.DagsterInstance) -> dict[str, Observed]:
     """Dump -> its latest `band_key_index` observation."""
-    latest = instance.event_log_storage.get_latest_storage_id_by_partition(band_key_index.key, OBSERVATION)
-    if not latest:
-        return {}
-    records = instance.fetch_observations(
-        dg.AssetRecordsFilter(asset_key=band_key_index.key, storage_ids=list(latest.values())), limit=len(latest)
-    ).records
-    return {
-        r.partition_key: Observed(r.storage_id, r.asset_observation.tags.get(DATA_VERSION_TAG, ""))
-        for r in records
-    }
+    return latest_observations(instance, band_key_index.key)
 
 
 def record_missing_observations(
