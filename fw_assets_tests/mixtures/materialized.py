@@ -5,9 +5,13 @@ from pathlib import Path
 
 import dagster as dg
 import yaml
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._core.definitions.observe import observe
+from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from fw_assets.layout import shipped_recipes_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
+from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.packed import packed
 from fw_assets.mixtures.published import planned_stages, read_plan
@@ -81,3 +85,12 @@ def user_recipe(folder, monkeypatch, change) -> None:
     change(recipe)
     (folder / f"{CURRICULUM_NAME}.yaml").write_text(yaml.safe_dump(recipe))
     monkeypatch.setenv(MIXTURES_DIR_ENV, str(folder))
+
+
+def plan_status(instance: dg.DagsterInstance, observed_with: dict | None = None) -> StaleStatus:
+    """The plan's status as the UI shows it; with `observed_with` (resources), after observing
+    `mixture_inputs` as "Observe sources" does."""
+    if observed_with is not None:
+        observe([mixture_inputs], instance=instance, resources=observed_with)
+    resolver = get_stale_status_resolver(instance, [mixture_inputs, mixture_plan])
+    return resolver.get_status(mixture_plan.key, RECIPE_NAME)

@@ -13,15 +13,12 @@ import dagster as dg
 import numpy as np
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
-from dagster._core.definitions.observe import observe
-from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from fw_assets.layout import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
-from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.published import read_plan
 from fw_assets.lib.probe_losses import published_losses
@@ -31,7 +28,7 @@ from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree, resources, writable_copy
-from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, check_evaluations, write_recipe
+from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, write_recipe
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
     **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
@@ -98,16 +95,12 @@ def test_a_probe_file_damaged_underneath_is_refused_by_the_plan_naming_it(probed
 def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sample_source, tmp_path, monkeypatch):
     output = _copy(probed, tmp_path, monkeypatch)
     with dg.DagsterInstance.ephemeral() as instance:
-        def plan_status():
-            observe([mixture_inputs], instance=instance, resources=resources(sample_source, output))
-            resolver = get_stale_status_resolver(instance, [mixture_inputs, mixture_plan])
-            return resolver.get_status(mixture_plan.key, RECIPE_NAME)
-
-        plan_status()
+        observed = resources(sample_source, output)
+        plan_status(instance, observed)
         assert build(sample_source, output, [mixture_plan], instance=instance).success
-        assert plan_status() == StaleStatus.FRESH
+        assert plan_status(instance, observed) == StaleStatus.FRESH
         score(sample_source, output, SAMPLE_DUMPS[1])
-        assert plan_status() == StaleStatus.STALE
+        assert plan_status(instance, observed) == StaleStatus.STALE
     before = published_tree(output)
     message = _failure(build(sample_source, output, [megatron_indexes]), "megatron_indexes")
     assert f"builtin of {SAMPLE_DUMPS[1]} (planned from generation" in message

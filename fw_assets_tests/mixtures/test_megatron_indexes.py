@@ -9,19 +9,16 @@ import dagster as dg
 import numpy as np
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
-from dagster._core.definitions.observe import observe
-from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from fw_assets.layout import mixture_cache_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
-from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.extras import extra_module
 from fw_assets_tests.helpers import fill_disk, mount, published_tree, resources, tmpfs, writable_copy
-from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, tokenize, write_recipe
+from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, plan_status, tokenize, write_recipe
 from fw_assets_tests.mixtures.megatron_oracle import megatron_build, megatron_process_group, snapshot
 
 
@@ -83,20 +80,16 @@ def test_the_plan_shows_stale_once_its_recipe_or_a_token_file_changes(demo_built
     recipe = write_recipe(tmp_path / "recipes", RECIPE)
     monkeypatch.setenv(MIXTURES_DIR_ENV, str(recipe.parent))
     with dg.DagsterInstance.ephemeral() as instance:
-        def plan_status():
-            observe([mixture_inputs], instance=instance, resources=resources(sample_source, output))
-            resolver = get_stale_status_resolver(instance, [mixture_inputs, mixture_plan])
-            return resolver.get_status(mixture_plan.key, RECIPE_NAME)
-
-        plan_status()
+        observed = resources(sample_source, output)
+        plan_status(instance, observed)
         assert build(sample_source, output, [mixture_plan], instance=instance).success
-        assert plan_status() == StaleStatus.FRESH
+        assert plan_status(instance, observed) == StaleStatus.FRESH
         recipe.write_text(recipe.read_text() + "# edited\n")
-        assert plan_status() == StaleStatus.STALE
+        assert plan_status(instance, observed) == StaleStatus.STALE
         assert build(sample_source, output, [mixture_plan], instance=instance).success
-        assert plan_status() == StaleStatus.FRESH
+        assert plan_status(instance, observed) == StaleStatus.FRESH
         tokenize(sample_source, output, SAMPLE_DUMPS[0], assets=[tokenized])
-        assert plan_status() == StaleStatus.STALE
+        assert plan_status(instance, observed) == StaleStatus.STALE
 
 
 @pytest.fixture

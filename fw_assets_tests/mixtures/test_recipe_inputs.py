@@ -5,14 +5,12 @@ import shutil
 
 import dagster as dg
 from dagster._core.definitions.data_version import StaleStatus
-from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from fw_assets.automation.recipe_inputs import record_changed_inputs, recipe_inputs
-from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets_tests.helpers import resources
-from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, write_recipe
+from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, plan_status, write_recipe
 
 
 def test_a_tick_observes_only_changed_inputs_and_the_plan_shows_stale_after_an_edit(
@@ -24,16 +22,12 @@ def test_a_tick_observes_only_changed_inputs_and_the_plan_shows_stale_after_an_e
     monkeypatch.setenv(MIXTURES_DIR_ENV, str(recipe.parent))
     storage = resources(sample_source, output)["storage"]
     with dg.DagsterInstance.ephemeral() as instance:
-        def plan_status() -> StaleStatus:
-            resolver = get_stale_status_resolver(instance, [mixture_inputs, mixture_plan])
-            return resolver.get_status(mixture_plan.key, RECIPE_NAME)
-
         assert RECIPE_NAME in record_changed_inputs(instance, storage)  # first seen, with every recipe
         assert build(sample_source, output, [mixture_plan], instance=instance).success
         assert record_changed_inputs(instance, storage) == []  # nothing changed: nothing recorded
-        assert plan_status() == StaleStatus.FRESH
+        assert plan_status(instance) == StaleStatus.FRESH
         recipe.write_text(recipe.read_text() + "# edited\n")
         context = dg.build_sensor_context(instance=instance, resources={"storage": storage})
         assert RECIPE_NAME in recipe_inputs(context).skip_message  # the sensor, as the daemon ticks it
-        assert plan_status() == StaleStatus.STALE
+        assert plan_status(instance) == StaleStatus.STALE
         assert record_changed_inputs(instance, storage) == []

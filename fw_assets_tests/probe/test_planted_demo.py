@@ -3,7 +3,6 @@ losses, and the contract pages (well-formed, another register) higher losses tha
 but lower than gibberish."""
 
 import numpy as np
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.layout import planted_probe_truth_path

