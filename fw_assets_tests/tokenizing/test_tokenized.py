@@ -369,12 +369,19 @@ def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(tm
         assert reader.document_count == meta[f"documents_{bucket}"] > 0
 
 
-def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_path):
+@pytest.fixture
+def tokenized_small_dump(tmp_path) -> tuple[Path, Path, Path]:
+    """(source, output, its bucket 3.0 file): a small dump tokenized, for a test to damage."""
     source, output = tmp_path / "source", tmp_path / "output"
     small_dump(source)
     run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
-    before = tokenized_tree(output)
     (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
+    return source, output, bucket_file
+
+
+def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tokenized_small_dump):
+    source, output, bucket_file = tokenized_small_dump
+    before = tokenized_tree(output)
     table = pq.read_table(bucket_file)
     broken_id = table.column("id")[5].as_py()
     is_broken = pc.equal(table.column("id"), broken_id)
@@ -391,12 +398,9 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(tmp_
     assert staged_leftovers(output) == [], "no staged output or scratch file is left behind"
 
 
-def test_a_damaged_page_in_the_middle_of_a_bucketed_file_is_named_with_its_file_and_row_group(tmp_path):
-    source, output = tmp_path / "source", tmp_path / "output"
-    small_dump(source)
-    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+def test_a_damaged_page_in_the_middle_of_a_bucketed_file_is_named_with_its_file_and_row_group(tokenized_small_dump):
+    source, output, bucket_file = tokenized_small_dump
     before = tokenized_tree(output)
-    (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
     rewrite_in_row_groups(output, DUMP, bucket_file, rows_per_group=40)
     damage_text_page(bucket_file, 1)
     groups = pq.ParquetFile(bucket_file).metadata.num_row_groups
