@@ -118,7 +118,8 @@ SPAWN_ENCODER = """
 import sys, time
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.resources import TokenizerResource
-with ParallelEncoder(TokenizerResource(workers=2).spec(), 2) as encoder:
+# tiktoken encodes in worker processes (fastokens on threads of this one)
+with ParallelEncoder(TokenizerResource(workers=2, backend="tiktoken").spec(), 2) as encoder:
     list(encoder.encode([["a few words"]] * 4))
     print("encoded", flush=True)
     time.sleep(600)

@@ -26,7 +26,8 @@ def _encode_and_close(
 def encode_documents(
     text_batches: Iterable[Sequence[str]], spec: TokenizerSpec, workers: int = 1
 ) -> Iterator[np.ndarray]:
-    """Each document's tokens (EOD appended) in input order; see `encode_batches`."""
+    """Each document's tokens (no EOD: the token file's writer adds it) in input order; see
+    `encode_batches`."""
     for batch in encode_batches(text_batches, spec, workers):
         yield from batch.documents()
 

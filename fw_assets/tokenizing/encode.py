@@ -1,18 +1,19 @@
 """Parallel, deterministic, bounded-memory encoding of text batches into token arrays.
 
-Each worker process loads the tokenizer once and encodes one whole batch per task; batches come
-back in input order, so the tokens are the same bytes at any worker count. At most
-2 × workers batches are in flight, so memory does not grow with the input.
+A backend that encodes on threads of its own (fastokens) runs in this process, on as many threads as
+there are workers: the texts and tokens never cross a process boundary (piping ~4 bytes a token back
+cost more than fastokens' encoding of it). Any other encodes in `workers` processes, each loading the
+tokenizer once and encoding one whole batch per task. Either way a batch is encoded while the caller
+reads the next one and writes the last one, batches come back in input order, so the tokens are the
+same bytes at any worker count, and at most 2 batches a worker are in flight, so memory does not
+grow with the input. The end-of-document token is not in the encoded batch: the token file's writer
+adds it.
 
-Worker processes import only this module's light dependencies (numpy, tiktoken, fastokens,
-tokenizers), never Dagster: keep it that way, every worker pays for its imports when it starts.
-A worker encoding with a fast backend holds no tiktoken: this process, which holds it for the
-run-time sample anyway, self-checks the workers' backend (tiktoken's tables are ~45 MB a process).
-
-A worker encodes each batch in a thread of its own, then hands the freed memory back to the system:
-fastokens caches pieces per thread, with no knob to cap them, and on text whose words never repeat
-they grew to ~450 MB a worker (tiktoken's to ~140 MB); a batch's thread takes its caches with it
-(measured: ~185 MB at most for fastokens, ~40 MB for tiktoken, ~10 % slower on such text only).
+Worker processes import only this module's light dependencies (numpy, tiktoken, tokenizers), never
+Dagster: keep it that way, every worker pays for its imports when it starts. A worker process
+encodes each batch in a thread of its own, then hands the freed memory back to the system: tiktoken
+caches pieces per thread (it grew to ~140 MB a worker on text whose words never repeat; ~40 MB so).
+fastokens caps its caches (~150 MB a thread at most, its source says), so its threads keep them.
 """
 
 import ctypes
@@ -30,13 +31,14 @@ from typing import TypeVar
 
 import numpy as np
 
-from fw_assets.lib.indexed_dataset import optimal_token_dtype
+from fw_assets.lib.indexed_dataset import as_token_dtype, optimal_token_dtype
 from fw_assets.tokenizing.backends import (
     AUTO,
     SELF_CHECK_TEXTS,
     TIKTOKEN_BACKEND,
     BackendMismatch,
     fallback_warning,
+    flat,
     open_backend,
     self_check_failure,
 )
@@ -45,7 +47,8 @@ from fw_assets.tokenizing.tokenizer import TIKTOKEN, Tokenizer, TokenizerSpec
 
 @dataclass(frozen=True)
 class EncodedBatch:
-    """A batch's documents as one token array plus each document's length (EOD included).
+    """A batch's documents as one token array in the token files' dtype plus each document's
+    length (no end-of-document token: the token file's writer adds it).
 
     Two arrays pickle cheaply between processes, unlike lists of Python ints.
     """
@@ -61,53 +64,49 @@ class EncodedBatch:
 
 @dataclass(frozen=True)
 class Encoder:
-    """What a worker needs to encode documents: its texts' tokens, the EOD token, the vocabulary
-    size (the token dtype), and what encodes (`warning`: why `auto` fell back to tiktoken)."""
+    """What encodes documents: their tokens back to back with each one's length, the vocabulary
+    size (the token dtype), what encodes (`warning`: why `auto` fell back to tiktoken), and
+    `encodes_in_threads(n)`: whether it encodes on n threads of its own in this process."""
 
-    encode_arrays: Callable[[Sequence[str]], list[np.ndarray]]
-    eod_id: int
+    encode_flat: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
     vocab_size: int
     backend: str
     backend_version: str
     backend_warning: str | None
+    encodes_in_threads: Callable[[int], bool]
 
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """How a worker builds its Encoder: the tokenizer, and the EOD id and vocabulary size this
-    process read from tiktoken, so that a worker encoding with another backend needs no tiktoken."""
+    """How a process builds its Encoder: the tokenizer, and the vocabulary size this process read
+    from tiktoken, so that a worker encoding with another backend needs no tiktoken."""
 
     tokenizer: TokenizerSpec
-    eod_id: int
     vocab_size: int
 
     def load(self) -> Encoder:
         if self.tokenizer.kind != TIKTOKEN:
             loaded = self.tokenizer.load()
             return Encoder(
-                loaded.encode_arrays, loaded.eod_id, loaded.vocab_size, loaded.backend,
-                loaded.backend_version, loaded.backend_warning,
+                lambda texts: flat(loaded.encode_arrays(texts)), loaded.vocab_size, loaded.backend,
+                loaded.backend_version, loaded.backend_warning, lambda threads: False,
             )
         backend, warning = open_backend(self.tokenizer.backend, self.tokenizer.name)
-        return Encoder(backend.encode_arrays, self.eod_id, self.vocab_size, backend.name, backend.version, warning)
+        return Encoder(
+            backend.encode_flat, self.vocab_size, backend.name, backend.version, warning,
+            backend.encodes_in_threads,
+        )
 
 
-def encode_with_eod(tokenizer: Tokenizer | Encoder, texts: Sequence[str]) -> EncodedBatch:
-    """Encode `texts` in this process, appending the EOD token to every document."""
-    dtype = optimal_token_dtype(tokenizer.vocab_size)
-    eod = np.array([tokenizer.eod_id], dtype=dtype)
-    encoded = tokenizer.encode_arrays(texts)
-    lengths = np.fromiter((len(ids) + 1 for ids in encoded), dtype=np.int64, count=len(encoded))
-    if not encoded:
-        return EncodedBatch(np.empty(0, dtype), lengths)
-    # One concatenate of [doc, eod, doc, eod, ...], no per-token Python work. The cast cannot
-    # wrap: every id is below vocab_size, which the dtype was chosen to hold.
-    parts = [part for ids in encoded for part in (ids, eod)]
-    return EncodedBatch(np.concatenate(parts, dtype=dtype, casting="unsafe"), lengths)
+def encode_batch(encoder: Encoder, texts: Sequence[str]) -> EncodedBatch:
+    """Encode `texts` in this thread, as the token files' dtype (refusing an id it cannot hold)."""
+    tokens, lengths = encoder.encode_flat(texts)
+    return EncodedBatch(as_token_dtype(tokens, optimal_token_dtype(encoder.vocab_size)), lengths)
 
 
 class ParallelEncoder:
-    """The tokenizer in `workers` processes (1: in this one), reused for every call of `encode`.
+    """The tokenizer on `workers` cores, reused for every call of `encode`: in this process when
+    its backend encodes on threads of its own (or `workers` is 1), else in `workers` processes.
 
     Start it once per run, not once per file: each worker loads the tokenizer when it starts.
     Use it as a context manager; leaving it stops the workers.
@@ -118,22 +117,26 @@ class ParallelEncoder:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.spec = spec
         self.workers = workers
-        self._encoder: Encoder | None = None
-        self._pool: ProcessPoolExecutor | None = None
+        self._encoder: Encoder | None = None  # set when this process encodes
+        self._executor: ThreadPoolExecutor | ProcessPoolExecutor | None = None
         reference = spec.reference().load()  # tiktoken, in this process only
-        self._start(EncoderSpec(spec, reference.eod_id, reference.vocab_size))
+        self._start(EncoderSpec(spec, reference.vocab_size))
         self._backend = self._self_checked(reference)
 
-    def _start(self, encoder: EncoderSpec) -> None:
-        if self.workers == 1:
-            self._encoder = encoder.load()
+    def _start(self, spec: EncoderSpec) -> None:
+        encoder = spec.load()
+        if self.workers == 1 or encoder.encodes_in_threads(self.workers):
+            self._encoder = encoder
+            # one thread: the next batch is encoded while the caller writes this one
+            self._executor, self._in_flight = ThreadPoolExecutor(1, thread_name_prefix="encode"), 2
             return
         # spawn, not fork: the caller (a Dagster step) may hold threads and locks a fork would copy
-        self._pool = ProcessPoolExecutor(
+        self._in_flight = 2 * self.workers
+        self._executor = ProcessPoolExecutor(
             self.workers,
             mp_context=get_context("spawn"),
             initializer=_start_worker,
-            initargs=(encoder, os.getpid()),
+            initargs=(spec, os.getpid()),
         )
 
     def _self_checked(self, reference: Tokenizer) -> tuple[str, str, str | None]:
@@ -150,17 +153,22 @@ class ParallelEncoder:
         self.close()
         if self.spec.backend != AUTO:
             raise BackendMismatch(failure)
-        fallback = replace(self.spec, backend=TIKTOKEN_BACKEND)
-        self._start(EncoderSpec(fallback, reference.eod_id, reference.vocab_size))
+        self._start(EncoderSpec(replace(self.spec, backend=TIKTOKEN_BACKEND), reference.vocab_size))
         name, version, _, _ = self._loaded_backend()
         return name, version, fallback_warning(self.spec.name, BackendMismatch(failure))
 
     def _loaded_backend(self) -> "BackendCheck":
-        """What encodes where the documents are encoded (a worker, or this process)."""
-        if self._pool is None:
-            assert self._encoder is not None
+        """What encodes where the documents are encoded (this process, or a worker)."""
+        if self._encoder is not None:
             return _backend_of(self._encoder)
-        return self._pool.submit(_worker_backend).result()
+        assert self._executor is not None
+        return self._executor.submit(_worker_backend).result()
+
+    def placement(self) -> str:
+        """Where the documents are encoded, in words."""
+        if self._encoder is not None and self.workers > 1:
+            return f"on {self.workers} threads of this process"
+        return "in this process" if self._encoder is not None else f"in {self.workers} processes"
 
     def backend(self) -> tuple[str, str, str | None]:
         """What encodes, self-checked: backend name, version, and the warning of an `auto` that
@@ -169,17 +177,16 @@ class ParallelEncoder:
 
     def encode(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
         """Encode each batch of texts, yielding results in input order."""
-        if self._encoder is not None:
-            return (encode_with_eod(self._encoder, texts) for texts in text_batches)
-        return self._encode_in_pool(text_batches)
-
-    def _encode_in_pool(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
-        assert self._pool is not None
+        assert self._executor is not None, "encode before close"
+        executor, encoder = self._executor, self._encoder
         in_flight: deque[Future[EncodedBatch]] = deque()
         try:
             for texts in text_batches:
-                in_flight.append(self._pool.submit(_encode_in_worker, texts))
-                if len(in_flight) >= 2 * self.workers:
+                if encoder is not None:
+                    in_flight.append(executor.submit(encode_batch, encoder, texts))
+                else:
+                    in_flight.append(executor.submit(_encode_in_worker, texts))
+                if len(in_flight) >= self._in_flight:
                     yield in_flight.popleft().result()
             while in_flight:
                 yield in_flight.popleft().result()
@@ -189,9 +196,9 @@ class ParallelEncoder:
                 future.cancel()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        if self._executor is not None:
+            self._executor.shutdown(cancel_futures=True)
+            self._executor = self._encoder = None
 
     def __enter__(self) -> "ParallelEncoder":
         return self
@@ -244,7 +251,7 @@ BackendCheck = tuple[str, str, str | None, list[np.ndarray]]
 def _backend_of(encoder: Encoder) -> BackendCheck:
     return (
         encoder.backend, encoder.backend_version, encoder.backend_warning,
-        encoder.encode_arrays(SELF_CHECK_TEXTS),
+        EncodedBatch(*encoder.encode_flat(SELF_CHECK_TEXTS)).documents(),
     )
 
 
@@ -253,7 +260,7 @@ def _worker_backend() -> BackendCheck:
 
 
 def _encode_in_worker(texts: Sequence[str]) -> EncodedBatch:
-    return _in_own_thread(encode_with_eod, _loaded_encoder(), texts)
+    return _in_own_thread(encode_batch, _loaded_encoder(), texts)
 
 
 def _in_own_thread(function: Callable[..., _Result], *arguments: object) -> _Result:

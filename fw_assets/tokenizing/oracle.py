@@ -41,7 +41,7 @@ class OracleSample:
 
     def compare(self, batch: pa.RecordBatch, encoded: EncodedBatch, where: str) -> None:
         """Raise TokenMismatch for the first sampled document of `batch` (columns id, id_hash,
-        text) whose tokens in `encoded` (EOD appended) are not the oracle's."""
+        text) whose tokens in `encoded` are not the oracle's."""
         if self.oracle is None:
             return
         # the share of the uint64 hash range, without overflowing it at a share of 1
@@ -53,7 +53,7 @@ class OracleSample:
         expected = self.oracle.encode_arrays(sampled.column("text").to_pylist())
         ends = np.cumsum(encoded.lengths)
         for row, doc_id, reference in zip(rows, sampled.column("id").to_pylist(), expected):
-            written = encoded.tokens[ends[row] - encoded.lengths[row] : ends[row] - 1]  # no EOD
+            written = encoded.tokens[ends[row] - encoded.lengths[row] : ends[row]]
             position = first_difference(written, reference)
             if position is not None:
                 raise TokenMismatch(

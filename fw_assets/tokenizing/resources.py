@@ -35,12 +35,14 @@ class TokenizerResource(dg.ConfigurableResource):
     )
     workers: int = Field(
         default=0,
-        description="Encoding processes; 0 means one per core this process may use (its CPU "
-        "affinity and cgroup CPU quota, not the machine's count).",
+        description="Cores to encode on: fastokens' threads in the step's process, or as many "
+        "processes for tiktoken and tokenizer.json; 0 means one per core this process may use (its "
+        "CPU affinity and cgroup CPU quota, not the machine's count).",
     )
     batch_size: int = Field(
         default=1000,
-        description="Documents per task sent to a worker; 2 × workers tasks are in flight.",
+        description="Documents encoded at a time; 2 batches a worker process (2 in all on "
+        "threads) are in flight.",
     )
 
     def spec(self) -> TokenizerSpec:

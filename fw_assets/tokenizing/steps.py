@@ -1,19 +1,20 @@
 """Tokenizing the buckets of one dump, apart from Dagster so tests and benchmarks call it directly.
 
 Encode in any order, write in id order: a bucket's documents stream in whatever order DuckDB reads
-them through the encoder's workers into a scratch token file, and each one's (id, token offset,
-token count) into a scratch keys parquet. DuckDB orders only the keys by id (~70 bytes a document,
-not its text); the tokens are then copied from the scratch file in that order into
-`<prefix>.bin`/`.idx` and the ids into `<prefix>.docs.parquet`. The scratch files go with the bucket.
+them through the encoder into a scratch token file, and each one's (id, token offset, token count)
+into a scratch keys parquet. DuckDB orders only the keys by id (~70 bytes a document, not its
+text); the tokens are then gathered from the scratch file in that order, each followed by the
+end-of-document token, into `<prefix>.bin`/`.idx` and the ids into `<prefix>.docs.parquet`. The
+scratch files go with the bucket.
 """
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import tee
 from pathlib import Path
 
 import duckdb
@@ -27,7 +28,7 @@ from fw_assets.lib.parquet_damage import damaged_row_group
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, as_token_dtype
+from fw_assets.lib.indexed_dataset import IndexedDatasetWriter
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 
@@ -44,10 +45,18 @@ KEYS_SCHEMA = pa.schema(
         ("token_count", pa.int64()),
     ]
 )
-# Tokens are copied into the output files this many bytes at a time (a longer document alone).
+# Tokens are gathered into the output files this many bytes at a time (a longer document alone).
 GATHER_BYTES = 64 * 2**20
 # Ordered keys fetched from DuckDB at a time (a few MB).
 KEY_BATCH_ROWS = 1 << 16
+
+
+@dataclass(frozen=True)
+class TokenFormat:
+    """What a document becomes in the token files: its tokens as `dtype`, then `eod_id`."""
+
+    dtype: np.dtype
+    eod_id: int
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ def tokenize_buckets(
     buckets: list[BucketInput],
     encoder: ParallelEncoder,
     oracle: OracleSample,
-    token_dtype: np.dtype,
+    token_format: TokenFormat,
     batch_rows: int,
     progress: TokenProgress,
     log: Callable[[str], None],
@@ -132,16 +141,16 @@ def tokenize_buckets(
             began = time.monotonic()
             blank = BlankTexts()
             documents, tokens = _encode_in_read_order(
-                con, bucket, files, encoder, oracle, token_dtype, batch_rows, progress, where, blank
+                con, bucket, files, encoder, oracle, batch_rows, progress, where, blank
             )
             progress.add(blank.documents, 0)
             encoded = time.monotonic()
-            _write_in_id_order(con, files, bucket.prefix, token_dtype, gather_bytes)
+            _write_in_id_order(con, files, bucket.prefix, token_format, gather_bytes)
             ordered = time.monotonic()
         log(f"{where}: {documents:,} documents ordered by id and written in {ordered - encoded:,.1f}s")
         written[bucket.name] = BucketTokens(
             documents=documents,
-            tokens=tokens,
+            tokens=tokens + documents,  # each document's end-of-document token
             bytes=sum(path.stat().st_size for path in token_files(bucket.prefix)),
             encoding_seconds=encoded - began,
             ordering_seconds=ordered - encoded,
@@ -168,7 +177,6 @@ def _encode_in_read_order(
     files: ScratchFiles,
     encoder: ParallelEncoder,
     oracle: OracleSample,
-    token_dtype: np.dtype,
     batch_rows: int,
     progress: TokenProgress,
     where: str,
@@ -184,7 +192,7 @@ def _encode_in_read_order(
             # a relation's reader streams; a DB-API result's (cursor.execute) would hold every row
             reader = cursor.sql(load_sql("documents_to_tokenize"), params=parameters).to_arrow_reader(batch_rows)
             batches = _complete_batches(reader, con, bucket.files, where, blank)
-            return _write_scratch(batches, files, encoder, oracle, token_dtype, progress, where)
+            return _write_scratch(batches, files, encoder, oracle, progress, where)
         except BrokenProcessPool as error:
             raise RuntimeError(
                 f"{where}: a tokenizer worker process died (killed for memory?). Fewer workers "
@@ -205,22 +213,29 @@ def _write_scratch(
     files: ScratchFiles,
     encoder: ParallelEncoder,
     oracle: OracleSample,
-    token_dtype: np.dtype,
     progress: TokenProgress,
     where: str,
 ) -> tuple[int, int]:
     """Encode the batches' texts, compare the oracle's sample of them; append the tokens and each
-    document's keys in the same order."""
-    for_texts, for_keys = tee(batches)  # buffers at most the batches in flight in the encoder
+    document's keys in the same order. Returns (documents, tokens)."""
+    in_flight: deque[pa.RecordBatch] = deque()  # the batches whose texts the encoder has
+
+    def texts() -> Iterator[list[str]]:
+        # not itertools.tee: it holds its items in blocks of 57, here up to 57 batches of texts
+        for batch in batches:
+            in_flight.append(batch)
+            yield batch.column("text").to_pylist()
+
     documents = tokens = 0
     with (
         open(files.tokens, "wb") as tokens_out,
-        pq.ParquetWriter(files.keys, KEYS_SCHEMA) as keys_out,
+        # read once, by this step: no compression, no dictionary of unique ids
+        pq.ParquetWriter(files.keys, KEYS_SCHEMA, compression="none", use_dictionary=False) as keys_out,
     ):
-        encoded = encoder.encode(batch.column("text").to_pylist() for batch in for_texts)
-        for batch, result in zip(for_keys, encoded):
+        for result in encoder.encode(texts()):
+            batch = in_flight.popleft()
             oracle.compare(batch, result, where)
-            tokens_out.write(memoryview(as_token_dtype(result.tokens, token_dtype)))
+            tokens_out.write(memoryview(result.tokens))
             ends = tokens + np.cumsum(result.lengths)
             keys = [
                 batch.column("id").cast(pa.string()),
@@ -231,7 +246,7 @@ def _write_scratch(
             keys_out.write_batch(pa.record_batch(keys, schema=KEYS_SCHEMA))
             documents += batch.num_rows
             tokens += result.tokens.size
-            progress.add(batch.num_rows, result.tokens.size)
+            progress.add(batch.num_rows, result.tokens.size + batch.num_rows)
     return documents, tokens
 
 
@@ -239,25 +254,26 @@ def _write_in_id_order(
     con: duckdb.DuckDBPyConnection,
     files: ScratchFiles,
     prefix: Path,
-    token_dtype: np.dtype,
+    token_format: TokenFormat,
     gather_bytes: int,
 ) -> None:
-    """Copy each document's tokens from the scratch file into `<prefix>.*`, ordered by id."""
-    budget = max(gather_bytes // token_dtype.itemsize, 1)
+    """Gather each document's tokens from the scratch file into `<prefix>.*`, ordered by id, each
+    followed by the end-of-document token."""
+    budget = max(gather_bytes // token_format.dtype.itemsize, 1)
     with (
         con.cursor() as cursor,
-        open(files.tokens, "rb") as scratch_tokens,
-        IndexedDatasetWriter(prefix, token_dtype) as tokens_out,
+        _ScratchTokens(files.tokens, token_format.dtype) as scratch,
+        IndexedDatasetWriter(prefix, token_format.dtype) as tokens_out,
         DocumentIndexWriter(prefix) as docs_out,
     ):
         ordered = cursor.sql(load_sql("token_keys_by_id"), params={"keys": str(files.keys)})
         for batch in ordered.to_arrow_reader(KEY_BATCH_ROWS):
             offsets = batch.column("token_offset").to_numpy()
             lengths = batch.column("token_count").to_numpy()
-            for window in _windows(lengths, budget):
-                tokens = _read_documents(scratch_tokens, offsets[window], lengths[window], token_dtype)
-                tokens_out.add_documents(tokens, lengths[window])
-                docs_out.add(batch.column("id")[window], lengths[window])
+            for window in _windows(lengths + 1, budget):
+                tokens = scratch.gather_with_eod(offsets[window], lengths[window], token_format.eod_id)
+                tokens_out.add_documents(tokens, lengths[window] + 1)
+                docs_out.add(batch.column("id")[window], lengths[window] + 1)
 
 
 def _windows(lengths: np.ndarray, budget: int) -> Iterator[slice]:
@@ -271,22 +287,36 @@ def _windows(lengths: np.ndarray, budget: int) -> Iterator[slice]:
         start = stop
 
 
-def _read_documents(
-    stream, offsets: np.ndarray, lengths: np.ndarray, dtype: np.dtype
-) -> np.ndarray:
-    """The documents at these token offsets of a token file, back to back.
+class _ScratchTokens:
+    """A bucket's scratch token file, to gather documents from in any order.
 
-    One pread per document straight into the result: nothing of the file is mapped (mapped pages
-    would count as this process's memory), so memory is the result's, whatever the file's size.
+    One pread per document straight into the result: nothing of the file is mapped (mapped pages,
+    the kernel maps whole folios of them around each access, would count as this process's memory
+    up to the file's size), so memory is one window's, whatever the file's size.
     """
-    tokens = np.empty(int(lengths.sum()), dtype)
-    into = memoryview(tokens).cast("B")
-    at = 0
-    for offset, size in zip((offsets * dtype.itemsize).tolist(), (lengths * dtype.itemsize).tolist()):
-        if os.preadv(stream.fileno(), [into[at : at + size]], offset) != size:
-            raise EOFError(f"{stream.name}: fewer than {size} bytes at byte {offset}")
-        at += size
-    return tokens
+
+    def __init__(self, path: Path, dtype: np.dtype) -> None:
+        self.path = path
+        self.dtype = dtype
+        self._stream = open(path, "rb")
+
+    def gather_with_eod(self, offsets: np.ndarray, lengths: np.ndarray, eod_id: int) -> np.ndarray:
+        """The documents at these token offsets, each followed by `eod_id`, back to back."""
+        gathered = np.empty(int(lengths.sum()) + lengths.size, self.dtype)
+        into = memoryview(gathered).cast("B")
+        at, itemsize = 0, self.dtype.itemsize
+        for offset, size in zip((offsets * itemsize).tolist(), (lengths * itemsize).tolist()):
+            if os.preadv(self._stream.fileno(), [into[at : at + size]], offset) != size:
+                raise EOFError(f"{self.path}: fewer than {size} bytes at byte {offset}")
+            at += size + itemsize  # the end-of-document token's place
+        gathered[np.cumsum(lengths + 1) - 1] = eod_id
+        return gathered
+
+    def __enter__(self) -> "_ScratchTokens":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stream.close()
 
 
 def _complete_batches(

@@ -35,7 +35,7 @@ from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, tokenize_buckets
+from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, TokenFormat, tokenize_buckets
 
 
 # The code that decides the bytes of the token files, hashed into the code version. The tokenizer
@@ -92,14 +92,15 @@ def tokenized(
             backend = f"{backend_name} {version}"
             context.log.info(
                 f"Tokenizing {dump} ({total:,} documents in {len(buckets)} buckets) with {name} "
-                f"(vocabulary {identity['vocab_size']:,}, {token_dtype}) in {workers} processes, "
-                f"encoded by {backend}"
+                f"(vocabulary {identity['vocab_size']:,}, {token_dtype}), encoded by {backend} "
+                f"{encoder.placement()}"
             )
             progress = TokenProgress(context.log.info, f"tokenizing {dump}", total)
             oracle = OracleSample(loaded.oracle(), backend, total)
             # scratch files stay inside staging: never published, deleted with it whatever happens
+            token_format = TokenFormat(token_dtype, identity["eod_id"])
             written = tokenize_buckets(
-                con, buckets, encoder, oracle, token_dtype, batch_rows, progress, context.log.info,
+                con, buckets, encoder, oracle, token_format, batch_rows, progress, context.log.info,
                 dump, scratch=staging.path / "scratch",
             )
             sidecars = {

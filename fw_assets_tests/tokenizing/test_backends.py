@@ -4,6 +4,7 @@ tiktoken with a warning, and a backend that differs from tiktoken on one documen
 naming it, publishing nothing."""
 
 import logging
+import os
 import sys
 import unicodedata
 from importlib.util import find_spec
@@ -11,12 +12,14 @@ from importlib.util import find_spec
 import dagster as dg
 import duckdb
 import numpy as np
+import psutil
 import pytest
 
 from fw_assets.layout import bucketed_files, dedup_path
 from fw_assets.lib.indexed_dataset import IndexedDatasetWriter
 from fw_assets.policy import SEED_POLICY
 from fw_assets.tokenizing.backends import (
+    FASTOKENS_THREADS_VARIABLE,
     SELF_CHECK_TEXTS,
     BackendMismatch,
     FastokensBackend,
@@ -240,17 +243,30 @@ def test_workers_backend_is_self_checked_by_the_step_process():
         ParallelEncoder(TokenizerSpec(backend=f"{__name__}:{FailsSelfCheck.__name__}"), workers=2)
 
 
-def loaded_tiktoken_encodings() -> list[str]:
-    """The tiktoken encodings this process holds (run in a worker)."""
-    return sorted(getattr(sys.modules.get("tiktoken.registry"), "ENCODINGS", {}))
+def child_processes() -> set[int]:
+    return {child.pid for child in psutil.Process().children()}
 
 
 @needs_fastokens
-def test_workers_encoding_with_fastokens_hold_no_tiktoken():
-    # tiktoken's tables are ~45 MB a process: the step's process holds them, for all
+def test_fastokens_encodes_on_threads_of_the_step_process():
+    """No worker process: texts and tokens would cross a pipe (~4 bytes a token), which cost more
+    than fastokens' encoding; its own threads use the cores instead."""
+    before = child_processes()
     with ParallelEncoder(TokenizerSpec(backend="auto"), workers=2) as encoder:
         assert encoder.backend()[0] == "fastokens"
-        assert encoder._pool.submit(loaded_tiktoken_encodings).result() == []
+        assert encoder.placement() == "on 2 threads of this process"
         (batch,) = encoder.encode([TRICKY[:20]])
+        assert child_processes() == before
+    assert int(os.environ[FASTOKENS_THREADS_VARIABLE]) >= 1
     expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:20])
-    assert [ids[:-1].tolist() for ids in batch.documents()] == [e.tolist() for e in expected]
+    assert [ids.tolist() for ids in batch.documents()] == [e.tolist() for e in expected]
+
+
+def test_tiktoken_encodes_in_worker_processes():
+    before = child_processes()
+    with ParallelEncoder(TokenizerSpec(backend="tiktoken"), workers=2) as encoder:
+        assert encoder.placement() == "in 2 processes"
+        (batch,) = encoder.encode([TRICKY[:20]])
+        assert child_processes() - before, "worker processes encode (started as batches come)"
+    expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:20])
+    assert [ids.tolist() for ids in batch.documents()] == [e.tolist() for e in expected]

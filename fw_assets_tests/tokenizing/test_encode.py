@@ -1,4 +1,4 @@
-"""Tokenizers as configuration, and the parallel encoder: round trips, EOD, identity, determinism."""
+"""Tokenizers as configuration, and the parallel encoder: round trips, EOD tokens, identity, determinism."""
 
 from pathlib import Path
 
@@ -55,20 +55,21 @@ def batches(texts: list[str], size: int) -> list[list[str]]:
     return [texts[i : i + size] for i in range(0, len(texts), size)]
 
 
-def test_cl100k_documents_decode_back_and_end_with_eod():
+def test_cl100k_documents_decode_back_in_the_token_files_dtype():
+    """The encoder gives each text's own tokens; the token file's writer appends the EOD (see
+    test_tokenized.py: every published document ends with it)."""
     tokenizer = CL100K.load()
     documents = list(encode_documents(batches(VARIED_TEXTS, 4), CL100K))
 
     assert len(documents) == len(VARIED_TEXTS)
     for text, tokens in zip(VARIED_TEXTS, documents):
         assert tokens.dtype == np.int32
-        assert tokens[-1] == tokenizer.eod_id == 100257
-        assert tokenizer.decode(tokens[:-1]) == text
-        assert tokenizer.eod_id not in tokens[:-1], "special-token text must stay text"
-    assert documents[1].tolist() == [tokenizer.eod_id], "an empty document is just its EOD"
+        assert tokenizer.decode(tokens) == text
+        assert tokenizer.eod_id not in tokens, "special-token text must stay text"
+    assert documents[1].size == 0, "an empty text has no tokens"
 
 
-def test_hf_tokenizer_json_documents_decode_back_and_end_with_eod(tmp_path):
+def test_hf_tokenizer_json_documents_decode_back(tmp_path):
     spec = TokenizerSpec("hf_json", str(write_tiny_tokenizer_json(tmp_path / "tiny.json")))
     tokenizer = spec.load()
     documents = list(encode_documents([VARIED_TEXTS], spec))
@@ -77,9 +78,8 @@ def test_hf_tokenizer_json_documents_decode_back_and_end_with_eod(tmp_path):
     assert tokenizer.vocab_size <= 600
     for text, tokens in zip(VARIED_TEXTS, documents):
         assert tokens.dtype == np.uint16
-        assert tokens[-1] == tokenizer.eod_id
-        assert tokenizer.decode(tokens[:-1]) == text
-        assert tokenizer.eod_id not in tokens[:-1], "special-token text must stay text"
+        assert tokenizer.decode(tokens) == text
+        assert tokenizer.eod_id not in tokens, "special-token text must stay text"
 
 
 def test_eod_token_can_be_configured(tmp_path):
@@ -146,7 +146,7 @@ def test_batches_come_back_in_order_even_when_stopped_early():
     text_batches = [[f"batch {i}"] for i in range(50)]
     tokenizer = CL100K.load()
     results = encode_batches(iter(text_batches), CL100K, workers=2)
-    first_three = [tokenizer.decode(next(results).tokens[:-1]) for _ in range(3)]
+    first_three = [tokenizer.decode(next(results).tokens) for _ in range(3)]
     results.close()  # shuts the pool down without encoding the rest
     assert first_three == ["batch 0", "batch 1", "batch 2"]
 

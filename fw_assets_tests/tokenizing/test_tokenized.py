@@ -26,7 +26,7 @@ from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import BucketInput, tokenize_buckets
+from fw_assets.tokenizing.steps import BucketInput, TokenFormat, tokenize_buckets
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
@@ -284,7 +284,8 @@ def tokenize_directly(
         DuckDBSteps(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
     ):
         tokenize_buckets(
-            con, buckets, encoder, oracle, np.dtype(np.int32), batch_rows, progress, log, DUMP,
+            con, buckets, encoder, oracle, TokenFormat(np.dtype(np.int32), tokenizer.eod_id), batch_rows,
+            progress, log, DUMP,
             scratch, gather_bytes,
         )
 
