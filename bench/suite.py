@@ -193,10 +193,10 @@ def tokenizing_cases(bench: Bench) -> list[Case]:
         def tokens_written(_: Measurement) -> int:
             return token_files_tokens(published, dump)[1]
 
-        for name, backend, extra in (("tokenized", "auto", {}), ("tokenized_tiktoken", "tiktoken", {}), ("tokenized_inproc", "auto", {"workers": 1, "batch_size": 4000})):
+        for name, backend in (("tokenized", "auto"), ("tokenized_tiktoken", "tiktoken")):
             home = bench.out(f"{name}-home")
             env = prepare.dagster_env(bench.source, published, home)
-            config = ["--config-json", json.dumps({"resources": {"tokenizer": {"config": {"backend": backend, **extra}}}})]
+            config = ["--config-json", json.dumps({"resources": {"tokenizer": {"config": {"backend": backend}}}})]
             cases.append(Case(
                 name, f"fw_assets: dagster asset materialize tokenized ({dump}), backend {backend}",
                 "tokenizing", docs, text, [Step([*prepare.dagster_command("tokenized", dump), *config], env, home)],
