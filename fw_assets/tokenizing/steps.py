@@ -12,8 +12,8 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +113,22 @@ class ScratchFiles:
     tokens: Path  # raw tokens in the output dtype, back to back
     keys: Path  # parquet of KEYS_SCHEMA
 
+    def remove(self) -> None:
+        self.tokens.unlink(missing_ok=True)
+        self.keys.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class EncodedBucket:
+    """A bucket encoded into its scratch files, to be ordered by id."""
+
+    bucket: BucketInput
+    files: ScratchFiles
+    documents: int
+    tokens: int  # end-of-document tokens aside
+    blank: "BlankTexts"
+    encoding_seconds: float
+
 
 def tokenize_buckets(
     con: duckdb.DuckDBPyConnection,
@@ -129,46 +145,79 @@ def tokenize_buckets(
 ) -> dict[str, BucketTokens]:
     """Write every document of each bucket as `<prefix>.bin`, `.idx` and `.docs.parquet`, in id order.
 
-    `scratch` (an unpublished folder) holds one bucket's scratch files at a time, about the size
-    of its tokens. `oracle` compares its sample of the documents with tiktoken as they are encoded
+    Buckets are encoded largest first, each one ordered by id (on a thread of its own) while the
+    next is encoded: only the last, smallest bucket's ordering keeps the encoder waiting. So
+    `scratch` (an unpublished folder) holds two buckets' scratch files at most, about the size of
+    their tokens. `oracle` compares its sample of the documents with tiktoken as they are encoded
     (TokenMismatch on a difference). `progress` counts what is encoded; `log` gets a line per
     bucket on its ordering.
     """
     written = {}
-    for bucket in buckets:
-        where = f"Dump {dump}, bucket {bucket.name}"
-        with _scratch_files(scratch, bucket.name) as files:
-            began = time.monotonic()
-            blank = BlankTexts()
-            documents, tokens = _encode_in_read_order(
-                con, bucket, files, encoder, oracle, batch_rows, progress, where, blank
-            )
-            progress.add(blank.documents, 0)
-            encoded = time.monotonic()
-            _write_in_id_order(con, files, bucket.prefix, token_format, gather_bytes)
-            ordered = time.monotonic()
-        log(f"{where}: {documents:,} documents ordered by id and written in {ordered - encoded:,.1f}s")
-        written[bucket.name] = BucketTokens(
-            documents=documents,
-            tokens=tokens + documents,  # each document's end-of-document token
-            bytes=sum(path.stat().st_size for path in token_files(bucket.prefix)),
-            encoding_seconds=encoded - began,
-            ordering_seconds=ordered - encoded,
-            blank=blank,
+
+    def collect(ordering: Future[BucketTokens], name: str) -> None:
+        written[name] = tokens = ordering.result()
+        log(
+            f"Dump {dump}, bucket {name}: {tokens.documents:,} documents ordered by id and written "
+            f"in {tokens.ordering_seconds:,.1f}s"
         )
-    return written
+
+    with ThreadPoolExecutor(1, thread_name_prefix="order-by-id") as orderer:
+        ordering: tuple[Future[BucketTokens], str] | None = None
+        for bucket in sorted(buckets, key=lambda b: b.documents, reverse=True):
+            encoded = _encode_bucket(con, bucket, scratch, encoder, oracle, batch_rows, progress, dump)
+            if ordering is not None:
+                collect(*ordering)
+            future = orderer.submit(_order_bucket, con, encoded, token_format, gather_bytes)
+            ordering = (future, bucket.name)
+        if ordering is not None:
+            collect(*ordering)
+    return {bucket.name: written[bucket.name] for bucket in buckets}
 
 
-@contextmanager
-def _scratch_files(scratch: Path, bucket: str) -> Iterator[ScratchFiles]:
-    """A bucket's scratch files, deleted on the way out, also when the body raises."""
+def _encode_bucket(
+    con: duckdb.DuckDBPyConnection,
+    bucket: BucketInput,
+    scratch: Path,
+    encoder: ParallelEncoder,
+    oracle: OracleSample,
+    batch_rows: int,
+    progress: TokenProgress,
+    dump: str,
+) -> EncodedBucket:
+    """The bucket's documents, but the blank ones, encoded into its scratch files (removed again
+    if encoding fails)."""
     scratch.mkdir(parents=True, exist_ok=True)
-    files = ScratchFiles(scratch / f"{bucket}.tokens", scratch / f"{bucket}.keys.parquet")
+    files = ScratchFiles(scratch / f"{bucket.name}.tokens", scratch / f"{bucket.name}.keys.parquet")
+    began = time.monotonic()
+    blank = BlankTexts()
     try:
-        yield files
+        documents, tokens = _encode_in_read_order(
+            con, bucket, files, encoder, oracle, batch_rows, progress, f"Dump {dump}, bucket {bucket.name}", blank
+        )
+    except BaseException:
+        files.remove()
+        raise
+    progress.add(blank.documents, 0)
+    return EncodedBucket(bucket, files, documents, tokens, blank, time.monotonic() - began)
+
+
+def _order_bucket(
+    con: duckdb.DuckDBPyConnection, encoded: EncodedBucket, token_format: TokenFormat, gather_bytes: int
+) -> BucketTokens:
+    """Write an encoded bucket's token files in id order; its scratch files go, whatever happens."""
+    began = time.monotonic()
+    try:
+        _write_in_id_order(con, encoded.files, encoded.bucket.prefix, token_format, gather_bytes)
     finally:
-        files.tokens.unlink(missing_ok=True)
-        files.keys.unlink(missing_ok=True)
+        encoded.files.remove()
+    return BucketTokens(
+        documents=encoded.documents,
+        tokens=encoded.tokens + encoded.documents,  # each document's end-of-document token
+        bytes=sum(path.stat().st_size for path in token_files(encoded.bucket.prefix)),
+        encoding_seconds=encoded.encoding_seconds,
+        ordering_seconds=time.monotonic() - began,
+        blank=encoded.blank,
+    )
 
 
 def _encode_in_read_order(
