@@ -47,6 +47,8 @@ KEYS_SCHEMA = pa.schema(
 )
 # Tokens are gathered into the output files this many bytes at a time (a longer document alone).
 GATHER_BYTES = 64 * 2**20
+# Text encoded at a time, at most (see _slices_of_bounded_text).
+ENCODE_TEXT_BYTES = 6 * 2**20
 # Ordered keys fetched from DuckDB at a time (a few MB).
 KEY_BATCH_ROWS = 1 << 16
 
@@ -325,11 +327,11 @@ def _write_in_id_order(
                 docs_out.add(batch.column("id")[window], lengths[window] + 1)
 
 
-def _windows(lengths: np.ndarray, budget: int) -> Iterator[slice]:
-    """Consecutive runs of documents of at most `budget` tokens together (a longer one alone)."""
-    ends = np.cumsum(lengths)
+def _windows(sizes: np.ndarray, budget: int) -> Iterator[slice]:
+    """Consecutive runs of items of at most `budget` in size together (a larger one alone)."""
+    ends = np.cumsum(sizes)
     start = 0
-    while start < len(lengths):
+    while start < len(sizes):
         before = int(ends[start - 1]) if start else 0
         stop = max(int(np.searchsorted(ends, before + budget, side="right")), start + 1)
         yield slice(start, stop)
@@ -339,19 +341,25 @@ def _windows(lengths: np.ndarray, budget: int) -> Iterator[slice]:
 class _ScratchTokens:
     """A bucket's scratch token file, to gather documents from in any order.
 
-    One pread per document straight into the result: nothing of the file is mapped (mapped pages,
-    the kernel maps whole folios of them around each access, would count as this process's memory
-    up to the file's size), so memory is one window's, whatever the file's size.
+    One pread per document straight into one reused buffer: nothing of the file is mapped (mapped
+    pages, the kernel maps whole folios of them around each access, would count as this process's
+    memory up to the file's size), so memory is one window's, whatever the file's size; and the
+    buffer's pages are zeroed by the kernel once, not for every window.
     """
 
     def __init__(self, path: Path, dtype: np.dtype) -> None:
         self.path = path
         self.dtype = dtype
         self._stream = open(path, "rb")
+        self._buffer = np.empty(0, dtype)
 
     def gather_with_eod(self, offsets: np.ndarray, lengths: np.ndarray, eod_id: int) -> np.ndarray:
-        """The documents at these token offsets, each followed by `eod_id`, back to back."""
-        gathered = np.empty(int(lengths.sum()) + lengths.size, self.dtype)
+        """The documents at these token offsets, each followed by `eod_id`, back to back: a view
+        of the buffer, valid until the next call."""
+        size = int(lengths.sum()) + lengths.size
+        if size > self._buffer.size:
+            self._buffer = np.empty(size, self.dtype)
+        gathered = self._buffer[:size]
         into = memoryview(gathered).cast("B")
         at, itemsize = 0, self.dtype.itemsize
         for offset, size in zip((offsets * itemsize).tolist(), (lengths * itemsize).tolist()):
@@ -382,7 +390,18 @@ def _complete_batches(
             raise ValueError(f"{where}: {_describe_missing_values(con, files)}")
         kept = blank.drop_from(batch)
         if kept.num_rows:
-            yield kept
+            yield from _slices_of_bounded_text(kept)
+
+
+def _slices_of_bounded_text(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """The batch in consecutive slices of at most ENCODE_TEXT_BYTES of text (a longer text alone).
+
+    A batch's tokens come back as one buffer, up to 4 bytes a text byte: past glibc's largest
+    mmap threshold (32 MB) each would be fresh pages, mapped and zeroed for every batch.
+    """
+    sizes = pc.binary_length(batch.column("text")).to_numpy(zero_copy_only=False)
+    for window in _windows(sizes, ENCODE_TEXT_BYTES):
+        yield batch.slice(window.start, window.stop - window.start)
 
 
 def _describe_missing_values(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str:
