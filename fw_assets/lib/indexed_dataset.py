@@ -125,7 +125,8 @@ def as_token_dtype(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if tokens.dtype == dtype:
         return tokens
     limits = np.iinfo(dtype)
-    if tokens.size and (tokens.min() < limits.min or tokens.max() > limits.max):
+    below = tokens.dtype.kind == "i" and tokens.size and tokens.min() < limits.min  # unsigned: never
+    if below or (tokens.size and tokens.max() > limits.max):
         raise ValueError(f"token ids {tokens.min()}..{tokens.max()} do not fit {dtype}")
     if tokens.dtype.itemsize == np.dtype(dtype).itemsize:
         return tokens.view(dtype)  # e.g. uint32 ids below 2^31 are their int32 bytes: no copy

@@ -147,6 +147,12 @@ def test_token_ids_the_dtype_cannot_hold_are_refused(tmp_path):
         with pytest.raises(ValueError, match="do not fit"):
             add_document(writer, np.array([70_000], dtype=np.int64))
     assert IndexedDatasetReader(tmp_path / "small")[0].tolist() == [1, 65535]
+    with IndexedDatasetWriter(tmp_path / "wide", np.int32) as writer:  # fastokens' ids are uint32
+        add_document(writer, np.array([0, 2**31 - 1], dtype=np.uint32))
+        for wrapping in (np.array([2**31], dtype=np.uint32), np.array([-(2**31) - 1], dtype=np.int64)):
+            with pytest.raises(ValueError, match="do not fit"):
+                add_document(writer, wrapping)
+    assert IndexedDatasetReader(tmp_path / "wide")[0].tolist() == [0, 2**31 - 1]
 
 
 def test_reader_refuses_a_bin_the_index_does_not_describe(tmp_path):
