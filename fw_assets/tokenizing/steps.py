@@ -313,7 +313,7 @@ def _write_in_id_order(
     budget = max(gather_bytes // token_format.dtype.itemsize, 1)
     with (
         con.cursor() as cursor,
-        _ScratchTokens(files.tokens, token_format.dtype) as scratch,
+        _ScratchTokens(files.tokens, token_format.dtype, budget) as scratch,
         IndexedDatasetWriter(prefix, token_format.dtype) as tokens_out,
         DocumentIndexWriter(prefix) as docs_out,
     ):
@@ -347,9 +347,10 @@ class _ScratchTokens:
     buffer's pages are zeroed by the kernel once, not for every window.
     """
 
-    def __init__(self, path: Path, dtype: np.dtype) -> None:
+    def __init__(self, path: Path, dtype: np.dtype, window: int) -> None:
         self.path = path
         self.dtype = dtype
+        self._window = window  # tokens a gather holds (a longer document alone)
         self._stream = open(path, "rb")
         self._buffer = np.empty(0, dtype)
 
@@ -357,8 +358,8 @@ class _ScratchTokens:
         """The documents at these token offsets, each followed by `eod_id`, back to back: a view
         of the buffer, valid until the next call."""
         size = int(lengths.sum()) + lengths.size
-        if size > self._buffer.size:
-            self._buffer = np.empty(size, self.dtype)
+        if size > self._buffer.size:  # a whole window's at once: windows differ by a few tokens
+            self._buffer = np.empty(max(size, self._window), self.dtype)
         gathered = self._buffer[:size]
         into = memoryview(gathered).cast("B")
         at, itemsize = 0, self.dtype.itemsize

@@ -309,10 +309,10 @@ def test_scratch_holds_two_buckets_at_most_and_never_changes_the_bytes(
 
     while_encoding = [files for line, files in seen if line.startswith(f"tokenizing {DUMP}:")]
     assert while_encoding
-    for files in while_encoding:  # a keys file and a token file a bucket
+    for files in while_encoding:  # a keys file and a token file a bucket (one may be going)
         scratch_buckets = {name.removesuffix(".keys.parquet").removesuffix(".tokens") for name in files}
         assert 1 <= len(scratch_buckets) <= 2, files
-        assert files == sorted(f"{b}{suffix}" for b in scratch_buckets for suffix in (".keys.parquet", ".tokens"))
+        assert set(files) <= {f"{b}{suffix}" for b in scratch_buckets for suffix in (".keys.parquet", ".tokens")}
     written = [(line, files) for line, files in seen if "documents ordered by id and written in" in line]
     assert len(written) == len(buckets)
     for line, files in written:
