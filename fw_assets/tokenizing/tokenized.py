@@ -132,7 +132,8 @@ def tokenized(
 
 
 # Tokens take about the bytes of the text they encode (4-byte ids, ~4 characters a token), about
-# 3.5x its zstd parquet; the scratch copy of the largest bucket adds up to as much again.
+# 3.5x its zstd parquet; the scratch of the two buckets in flight (largest first) adds at most the
+# largest bucket's tokens to them.
 SPACE_PER_BUCKETED_BYTE = 5
 
 
