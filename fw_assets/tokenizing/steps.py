@@ -167,8 +167,12 @@ def tokenize_buckets(
         ordering: tuple[Future[BucketTokens], str] | None = None
         for bucket in sorted(buckets, key=lambda b: b.documents, reverse=True):
             encoded = _encode_bucket(con, bucket, scratch, encoder, oracle, batch_rows, progress, dump)
-            if ordering is not None:
-                collect(*ordering)
+            try:
+                if ordering is not None:
+                    collect(*ordering)  # raises what failed the bucket before (disk full, ...)
+            except BaseException:
+                encoded.files.remove()  # never to be ordered
+                raise
             future = orderer.submit(_order_bucket, con, encoded, token_format, gather_bytes)
             ordering = (future, bucket.name)
         if ordering is not None:

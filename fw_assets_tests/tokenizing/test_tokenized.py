@@ -2,6 +2,7 @@
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
 keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
 
+import errno
 import subprocess
 import sys
 from pathlib import Path
@@ -34,11 +35,13 @@ from fw_assets_tests.extras import extra_module
 from fw_assets_tests.helpers import (
     CHAIN,
     damage_text_page,
+    fill_disk,
     killed_mid_publish,
     materialize_dump,
     published_tree,
     rerecord_size,
     rewrite_in_row_groups,
+    tmpfs,
     writable_copy,
 )
 from fw_assets_tests.lib.test_indexed_dataset import parse_index, write_tiny_tokenizer_json
@@ -323,6 +326,25 @@ def test_scratch_holds_two_buckets_at_most_and_never_changes_the_bytes(
         published_files = token_files(token_prefix(output, CL100K, bucket.name, DUMP))
         for ours, theirs in zip(token_files(bucket.prefix), published_files):
             assert ours.read_bytes() == theirs.read_bytes(), ours.name
+
+
+@pytest.mark.e2e
+def test_a_disk_full_while_a_bucket_is_ordered_on_its_thread_fails_the_run_and_leaves_nothing(
+    published, tmp_path
+):
+    """The largest bucket is written in id order on a thread while the next one is encoded: its
+    failure (here no room for its `.bin`) stops the run as it is, with no token file and no scratch
+    file left, and no other bucket written after it."""
+    output, _, _ = published
+    with tmpfs(tmp_path / "disk", "8m") as disk:
+        buckets = bucket_inputs(output, disk / "out")
+        fill_disk(disk, 256 * 1024)
+        scratch = tmp_path / "scratch"
+        with pytest.raises(OSError) as raised:
+            tokenize_directly(buckets, scratch, lambda line: None, 1, 200, 10_000)
+        assert raised.value.errno == errno.ENOSPC
+        assert [p.name for p in (disk / "out").rglob("*") if p.is_file()] == []
+    assert list(scratch.iterdir()) == []
 
 
 def test_documents_sharing_an_id_are_written_in_one_order_whatever_the_read_order(tmp_path):
