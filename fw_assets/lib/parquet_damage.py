@@ -1,11 +1,38 @@
 """Where a parquet file that DuckDB could not read is damaged. DuckDB's errors about a damaged page
 name neither the file nor the row group; Arrow, reading one row group at a time, can tell both."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+
+class DamagedInput(RuntimeError):
+    """A step's input file is damaged; the message names the file, the row group and what to do."""
+
+
+@contextmanager
+def naming_damaged_row_groups(
+    paths: Sequence[Path], columns: Sequence[str], what: str, where: str, remedy: str
+) -> Iterator[None]:
+    """Turn a read error of DuckDB's that a damaged row group of `paths` explains into a
+    DamagedInput: "<where>: the <what> <path> is damaged: row group ... Nothing was published.
+    <remedy>". Other errors pass as they are.
+
+    DuckDB raises a damaged page as its own error while a query starts, and through Arrow's stream
+    (an OSError without errno) once rows are streaming: both are looked into."""
+    try:
+        yield
+    except (duckdb.Error, pa.ArrowException, OSError) as error:
+        if isinstance(error, OSError) and error.errno is not None:
+            raise  # the operating system's: a full disk, ...
+        damage = damaged_row_group(paths, columns, what)
+        if damage is None:
+            raise  # not the data's fault (memory, disk): let it surface as it is
+        raise DamagedInput(f"{where}: {damage}. Nothing was published. {remedy}") from None
 
 
 def damaged_row_group(paths: Iterable[Path], columns: Sequence[str], what: str = "file") -> str | None:

@@ -143,7 +143,7 @@ def _score(
     except NotAModel as error:
         raise dg.Failure(f"Dump {dump}: {error}") from error
     with warehouse.connect(staging) as con:
-        return score_with_model(con, buckets, model, log), ""
+        return score_with_model(con, buckets, model, log, dump), ""
 
 
 def _moves(root: Path, probe: str, dump: str, staging: Path, written: dict[str, BucketLosses]) -> dict[Path, Path | None]:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from fw_assets.layout import bin_path, docs_path
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.probe_losses import LOSS_SCHEMA
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.writers import KeepOnSuccess
@@ -174,17 +175,27 @@ def tiktoken_byte_lengths(encoding_name: str, vocab_size: int) -> np.ndarray:
 
 
 def score_with_model(
-    con: duckdb.DuckDBPyConnection, buckets: list[BucketDocuments], model, log: Callable[[str], None]
+    con: duckdb.DuckDBPyConnection,
+    buckets: list[BucketDocuments],
+    model,
+    log: Callable[[str], None],
+    dump: str,
 ) -> dict[str, BucketLosses]:
     """Score each bucket's kept documents (the ids of its token files) with `model` (a
     fw_assets.probe.causal_lm.CausalLM), reading their texts from the bucketed files. The texts
-    come in read order; the rows (about 60 bytes a document) are ordered by id before writing."""
+    come in read order; the rows (about 60 bytes a document) are ordered by id before writing. A
+    damaged bucketed file is a DamagedInput naming it and its row group."""
     written = {}
+    remedy = "Materialize `bucketed` of this dump again (it is rebuilt from the source), then its chain."
     for bucket in buckets:
         began = time.monotonic()
         parameters = {"files": [str(f) for f in bucket.texts], "docs": str(docs_path(bucket.prefix))}
         scored = []
-        with con.cursor() as cursor:
+        where = f"Dump {dump}, bucket {bucket.name}"
+        with (
+            con.cursor() as cursor,
+            naming_damaged_row_groups(bucket.texts, ("id", "text"), "bucketed file", where, remedy),
+        ):
             reader = cursor.sql(load_sql("probe_texts"), params=parameters).to_arrow_reader(TEXT_BATCH_ROWS)
             for batch in reader:
                 texts = batch.column("text").to_pylist()

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.layout import token_files
-from fw_assets.lib.parquet_damage import damaged_row_group
+from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
@@ -242,7 +242,11 @@ def _encode_in_read_order(
     parameters = {
         "files": [str(f) for f in bucket.files], "decisions": str(bucket.decisions), "bucket": bucket.name,
     }
-    with con.cursor() as cursor:
+    remedy = "Materialize `bucketed` of this dump again (it is rebuilt from the source), then `tokenized`."
+    with (
+        con.cursor() as cursor,
+        naming_damaged_row_groups(bucket.files, ("id", "text", "score"), "bucketed file", where, remedy),
+    ):
         try:
             # a relation's reader streams; a DB-API result's (cursor.execute) would hold every row
             reader = cursor.sql(load_sql("documents_to_tokenize"), params=parameters).to_arrow_reader(batch_rows)
@@ -253,14 +257,6 @@ def _encode_in_read_order(
                 f"{where}: a tokenizer worker process died (killed for memory?). Fewer workers "
                 "or a smaller batch_size need less memory; nothing was published."
             ) from error
-        except duckdb.Error:
-            damage = damaged_row_group(bucket.files, ("id", "text", "score"), "bucketed file")
-            if damage is None:
-                raise  # not the data's fault (memory, disk): let it surface as it is
-            raise RuntimeError(
-                f"{where}: {damage}. Nothing was published. Materialize `bucketed` of this dump "
-                "again (it is rebuilt from the source), then `tokenized`."
-            ) from None
 
 
 def _write_scratch(

