@@ -42,6 +42,7 @@ from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.layout import signatures_path, sorted_keys_path
 from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
 from fw_assets.lib.ordered_map import ordered_map
+from fw_assets.lib.parquet_damage import footer_damaged, row_group_damaged
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
 DUMP_KEY = b"fw_assets.minhash.dump"
@@ -156,16 +157,13 @@ def _batches(
         try:
             file = pq.ParquetFile(path)
         except (OSError, pa.ArrowException) as error:
-            message = f"the bucketed file {path} is damaged: its footer cannot be read ({error})"
-            raise BucketedFileError(message) from error
+            raise BucketedFileError(footer_damaged("bucketed file", path, error)) from error
         groups = file.metadata.num_row_groups
         for group in range(groups):
             try:
                 batches = list(file.iter_batches(rows, row_groups=[group], columns=["id", "text", "score"]))
             except (OSError, pa.ArrowException) as error:
-                raise BucketedFileError(
-                    f"the bucketed file {path} is damaged: row group {group} (of {groups}) cannot be read ({error})"
-                ) from error
+                raise BucketedFileError(row_group_damaged("bucketed file", path, group, groups, error)) from error
             for batch in batches:
                 yield bucket, batch
 

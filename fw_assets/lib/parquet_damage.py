@@ -42,11 +42,19 @@ def damaged_row_group(paths: Iterable[Path], columns: Sequence[str], what: str =
         try:
             parquet = pq.ParquetFile(path)
         except (OSError, pa.ArrowException) as error:
-            return f"the {what} {path} is damaged: its footer cannot be read ({error})"
+            return footer_damaged(what, path, error)
         groups = parquet.metadata.num_row_groups
         for group in range(groups):
             try:
                 parquet.read_row_group(group, columns=list(columns))
             except (OSError, pa.ArrowException) as error:
-                return f"the {what} {path} is damaged: row group {group} (of {groups}) cannot be read ({error})"
+                return row_group_damaged(what, path, group, groups, error)
     return None
+
+
+def footer_damaged(what: str, path: Path, error: Exception) -> str:
+    return f"the {what} {path} is damaged: its footer cannot be read ({error})"
+
+
+def row_group_damaged(what: str, path: Path, group: int, groups: int, error: Exception) -> str:
+    return f"the {what} {path} is damaged: row group {group} (of {groups}) cannot be read ({error})"
