@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, partial
 from multiprocessing import get_context
 from typing import TypeVar
 
@@ -124,8 +124,10 @@ class ParallelEncoder:
         self._backend = self._self_checked(reference)
 
     def _start(self, spec: EncoderSpec) -> None:
-        encoder = spec.load()
-        if self.workers == 1 or encoder.encodes_in_threads(self.workers):
+        # only a tiktoken encoding's backend may encode on threads of its own: a tokenizer.json
+        # for processes is not loaded here too
+        encoder = spec.load() if self.workers == 1 or spec.tokenizer.kind == TIKTOKEN else None
+        if encoder is not None and (self.workers == 1 or encoder.encodes_in_threads(self.workers)):
             self._encoder = encoder
             # one thread: the next batch is encoded while the caller writes this one
             self._executor, self._in_flight = ThreadPoolExecutor(1, thread_name_prefix="encode"), 2
@@ -178,14 +180,12 @@ class ParallelEncoder:
     def encode(self, text_batches: Iterable[Sequence[str]]) -> Iterator[EncodedBatch]:
         """Encode each batch of texts, yielding results in input order."""
         assert self._executor is not None, "encode before close"
-        executor, encoder = self._executor, self._encoder
+        executor = self._executor
+        task = partial(encode_batch, self._encoder) if self._encoder is not None else _encode_in_worker
         in_flight: deque[Future[EncodedBatch]] = deque()
         try:
             for texts in text_batches:
-                if encoder is not None:
-                    in_flight.append(executor.submit(encode_batch, encoder, texts))
-                else:
-                    in_flight.append(executor.submit(_encode_in_worker, texts))
+                in_flight.append(executor.submit(task, texts))
                 if len(in_flight) >= self._in_flight:
                     yield in_flight.popleft().result()
             while in_flight:
