@@ -58,31 +58,49 @@ class ProbeSpec:
         """What decides the losses (not the device, not the batch size)."""
         if self.is_builtin:
             return {"name": self.name, **ngram.PARAMETERS}
-        return {
-            "name": self.name,
-            "kind": "causal_lm",
-            "model_dir": str(self.model_dir),
-            "model_sha256": directory_digest(self.model_dir),
-            "max_tokens": self.max_tokens,
-        }
+        return {**self._model_settings(), "model_sha256": directory_digest(self.model_dir)}
 
     def fingerprint(self) -> str:
-        """A short hash of the identity, for code and data versions."""
-        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:12]
+        """A short hash of what decides the losses, for the code version. It is computed wherever
+        the code location loads (webserver, daemon, every run), so a model directory is described
+        there by its files' names, sizes and modification times, not read whole as identity()
+        reads it in the run."""
+        if self.is_builtin:
+            described = self.identity()
+        else:
+            described = {**self._model_settings(), "model_files": directory_listing(self.model_dir)}
+        return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:12]
+
+    def _model_settings(self) -> dict:
+        return {"name": self.name, "kind": "causal_lm", "model_dir": str(self.model_dir), "max_tokens": self.max_tokens}
 
 
 def directory_digest(folder: Path) -> str:
     """sha256 over every file of a model directory: relative path and bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in model_files(folder):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        with open(path, "rb") as stream:
+            while chunk := stream.read(1 << 22):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def directory_listing(folder: Path) -> list[tuple[str, int, int]]:
+    """Each file of a model directory as (relative path, size, modification time in ns)."""
+    return [
+        (str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns)
+        for path in model_files(folder)
+        for stat in (path.stat(),)
+    ]
+
+
+def model_files(folder: Path) -> list[Path]:
+    """The files of a model directory, in path order; a missing directory is refused by name."""
     if not folder.is_dir():
         raise ValueError(
             f"Probe model directory {folder} does not exist or is not a directory. Point "
             "FW_PROBE_MODEL_DIR (or the probe resource's model_dir) at a folder written by "
             "save_pretrained; nothing was published."
         )
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
-        with open(path, "rb") as stream:
-            while chunk := stream.read(1 << 22):
-                digest.update(chunk)
-    return digest.hexdigest()
+    return sorted(p for p in folder.rglob("*") if p.is_file())

@@ -12,6 +12,7 @@ import torch  # noqa: E402
 
 from fw_assets.probe.causal_lm import CausalLM, NotAModel  # noqa: E402
 from fw_assets.probe.probes import ProbeSpec  # noqa: E402
+from fw_assets.probe.resources import ProbeResource  # noqa: E402
 from fw_assets_tests.probe.tiny_model import WORDS, save_tiny_model  # noqa: E402
 
 TEXTS = [" ".join(WORDS[(i * 7) % 11 :][: 3 + i % 9]) + (" zebra" if i % 4 == 0 else "") for i in range(23)]
@@ -86,3 +87,20 @@ def test_max_tokens_beyond_the_models_context_is_refused_before_scoring(tiny_mod
 def test_cuda_asked_for_without_a_cuda_device_is_refused_clearly(tiny_model):
     with pytest.raises(ValueError, match="Probe tiny: device 'cuda' was asked for, but torch sees no CUDA device here"):
         CausalLM(ProbeSpec("tiny", tiny_model, device="cuda", max_tokens=64))
+
+
+def test_the_fingerprint_follows_the_model_files_without_reading_them(tiny_model, tmp_path, monkeypatch):
+    """The code version's fingerprint is computed wherever the code location loads: it must not
+    hash gigabytes of weights there, yet change when a weight file does."""
+    import shutil
+
+    from fw_assets.probe import probes
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    spec = ProbeResource(model_dir=str(model)).spec()
+    monkeypatch.setattr(probes, "directory_digest", lambda folder: pytest.fail("read the weights"))
+    before = spec.fingerprint()
+    weights = next(p for p in model.iterdir() if p.suffix in (".safetensors", ".bin"))
+    weights.write_bytes(weights.read_bytes() + b"\0")
+    assert spec.fingerprint() != before
