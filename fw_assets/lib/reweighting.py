@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import xxhash
 
 from fw_assets.contracts.findings import count_rows
@@ -76,15 +78,19 @@ def _uniforms(ids: Sequence[str], seed: int) -> np.ndarray:
     return hashes.astype(np.float64) / 2.0**64
 
 
-def aligned_losses(dump: str, ids: Sequence[str], loss_ids: Sequence[str], losses: np.ndarray) -> np.ndarray:
+def aligned_losses(
+    dump: str, ids: Sequence[str] | pa.Array, loss_ids: Sequence[str] | pa.Array, losses: np.ndarray
+) -> np.ndarray:
     """The losses of `ids` (a source's documents of `dump`), from a probe's `loss_ids`/`losses`;
-    refuses documents the probe did not score, naming the dump and how many."""
-    by_id = dict(zip(loss_ids, np.asarray(losses, dtype=np.float64)))
-    missing = [i for i in ids if i not in by_id]
-    if missing:
+    refuses documents the probe did not score, naming the dump and how many. One hash join in
+    Arrow: a dump's losses are millions of rows, looked up once for each of its token files."""
+    ids, loss_ids = (x if isinstance(x, pa.Array) else pa.array(x, pa.string()) for x in (ids, loss_ids))
+    positions = pc.index_in(ids, value_set=loss_ids)
+    if positions.null_count:
+        missing = ids.filter(positions.is_null())
         raise ReweightingRefused(
             f"Dump {dump}: the probe has no loss for {count_rows(len(missing))} of the source's "
-            f"{len(ids):,} documents (e.g. {', '.join(missing[:3])}): materialize `probe_loss` for "
-            f"{dump} again (--select probe_loss --partition {dump})."
+            f"{len(ids):,} documents (e.g. {', '.join(missing[:3].to_pylist())}): materialize "
+            f"`probe_loss` for {dump} again (--select probe_loss --partition {dump})."
         )
-    return np.array([by_id[i] for i in ids], dtype=np.float64)
+    return np.asarray(losses, dtype=np.float64)[positions.to_numpy()]

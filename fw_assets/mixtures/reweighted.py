@@ -79,11 +79,11 @@ def _reweight_source(recipe: Recipe, name: str, rule: Reweight, files: list[Toke
         if read_losses is None:
             raise ValueError(f"Dump {file.dump}: no probe losses were given to plan with")
         scored = read_losses(rule.probe, file.dump)
-        mine = read_document_index(Path(file.path))["id"].to_pylist()
+        mine = read_document_index(Path(file.path))["id"].combine_chunks()
         starts.append(len(ids))
-        losses.append(aligned_losses(file.dump, mine, scored.column("id").to_pylist(), scored.column("loss").to_numpy()))
+        losses.append(aligned_losses(file.dump, mine, scored.column("id").combine_chunks(), scored.column("loss").to_numpy()))
         lengths.append(IndexedDatasetReader(Path(file.path)).sequence_lengths)
-        ids += mine
+        ids += mine.to_pylist()
     all_losses = np.concatenate(losses) if losses else np.zeros(0)
     weighting = reweight(ids, all_losses, rule.max_multiplier, rule.drop_top_share, recipe.megatron.seed)
     return SourceReweighting(name, rule, tuple(files), tuple(starts), tuple(ids), all_losses,
