@@ -33,6 +33,7 @@ from fw_assets.layout import (
     mixture_dir,
     packed_root,
     planted_probe_truth_path,
+    probe_loss_path,
     report_path,
     shares_picture_path,
     source_data_dir,
@@ -46,6 +47,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_d
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.contract import member_figures
 from fw_assets.mixtures.published import planned_stages, read_plan
+from fw_assets.probe.probes import BUILTIN
 from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
 from fw_assets.policy import SEED_POLICY
 from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     if tokenized_root(output).is_dir():
         print(f"tokenized:      {tokens}.bin|.idx|.docs.parquet")
     print(f"dedup:          {dedup_path(output, '<dump>')} (one decision per bucketed id)")
-    print(f"probe losses:   {output}/probe/builtin/<bucket>/<dump>.parquet")
+    print(f"probe losses:   {probe_loss_path(output, BUILTIN, '<bucket>', '<dump>')}")
     print(f"mixture:        {mixture_dir(output, DEMO_RECIPE)}/ (plan.json, report.md, cache/)")
     ui = command_line(env, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"))
     print(f"run history:    open the UI with:  cd {shlex.quote(str(REPO))} && {ui}\n")

@@ -35,8 +35,7 @@ def output_dir() -> Path:
 
 def mixtures_dir() -> Path | None:
     """A folder of mixture recipes (`*.yaml`) besides the shipped ones; None when unset."""
-    value = os.environ.get(MIXTURES_DIR_ENV, "").strip()
-    return Path(value) if value else None
+    return _optional_path(MIXTURES_DIR_ENV)
 
 
 def mixture_limits() -> tuple[float, float]:
@@ -61,7 +60,11 @@ def env_gib(name: str, default: float) -> float:
 
 def probe_model_dir() -> Path | None:
     """A local Hugging Face causal LM for `probe_loss`; None (unset): the built-in probe."""
-    value = os.environ.get(PROBE_MODEL_DIR_ENV, "").strip()
+    return _optional_path(PROBE_MODEL_DIR_ENV)
+
+
+def _optional_path(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
     return Path(value) if value else None
 
 

@@ -157,11 +157,11 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
                   f"[1, {rule.max_multiplier:g}]; the top {rule.drop_top_share:.1%} by loss dropped.", "",
                   f"![losses of {w.source}]({pictures[w.source]})", "",
                   table(["", "documents", "share", "tokens", "mean loss"], [
-                      ("dropped (highest loss)", int(result.dropped.sum()), result.dropped.mean() if len(w.ids) else 0.0,
+                      ("dropped (highest loss)", int(result.dropped.sum()), _share(result.dropped),
                        int(w.lengths[result.dropped].sum()), _mean(w.losses[result.dropped])),
-                      ("repeated", int(repeated.sum()), repeated.mean() if len(w.ids) else 0.0,
+                      ("repeated", int(repeated.sum()), _share(repeated),
                        int(w.lengths[repeated].sum()), _mean(w.losses[repeated])),
-                      ("listed once", int(others.sum()), others.mean() if len(w.ids) else 0.0,
+                      ("listed once", int(others.sum()), _share(others),
                        int(w.lengths[others].sum()), _mean(w.losses[others]))]), "",
                   f"Tokens added by repetitions: {added:,} (each repetition beyond the first, whole documents).", "",
                   "Multiplier distribution:", "", _multiplier_table(result.multipliers[listed], result.repetitions), "",
@@ -183,6 +183,10 @@ def _distinct_tokens(plan: MixturePlan, weighting: SourceReweighting, stage: str
     plain = [m.file for m in plan.stage(stage).members
              if m.file.source == weighting.source and m.file.path not in {s.view.path for s in views}]
     return sum(s.eligible_tokens for s in views) + sum(f.tokens for f in plain)
+
+
+def _share(mask: np.ndarray) -> float:
+    return float(mask.mean()) if mask.size else 0.0
 
 
 def _mean(values: np.ndarray) -> float:

@@ -100,7 +100,7 @@ def probe_loss(
             "truncated": {b: w.truncated for b, w in written.items()},
             "tokenized_generation": tokens["generation"],
         }
-        staging.publish(_moves(root, spec.name, dump, staging.path, written), contents)
+        staging.publish(_moves(root, spec.name, dump, buckets, written), contents)
     yield report.materialization(_metadata(written, contents["probe"], time.monotonic() - started, probe_dir(root, spec.name)))
 
 
@@ -146,13 +146,13 @@ def _score(
         return score_with_model(con, buckets, model, log, dump), ""
 
 
-def _moves(root: Path, probe: str, dump: str, staging: Path, written: dict[str, BucketLosses]) -> dict[Path, Path | None]:
+def _moves(
+    root: Path, probe: str, dump: str, buckets: list[BucketDocuments], written: dict[str, BucketLosses]
+) -> dict[Path, Path | None]:
     """Each bucket's loss file onto its published path; a bucket without documents has none (an
     older file of it is removed)."""
-    return {
-        probe_loss_path(root, probe, b.name, dump): staging / b.name / f"{dump}.parquet" if b.name in written else None
-        for b in SEED_POLICY.buckets
-    }
+    staged = {b.name: b.output for b in buckets if b.name in written}
+    return {probe_loss_path(root, probe, b.name, dump): staged.get(b.name) for b in SEED_POLICY.buckets}
 
 
 def _metadata(written: dict[str, BucketLosses], identity: dict, seconds: float, folder: Path) -> dict:
