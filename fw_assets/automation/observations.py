@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from fw_assets.dedup.band_key_lineage import DATA_VERSION_TAG
+from fw_assets.lib.versions import DATA_VERSION_TAG
 
 OBSERVATION = dg.DagsterEventType.ASSET_OBSERVATION
 

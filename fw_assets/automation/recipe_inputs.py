@@ -10,7 +10,7 @@ latest observation. `megatron_indexes` and `packed` refuse a stale plan whether 
 import dagster as dg
 
 from fw_assets.automation.observations import latest_observations
-from fw_assets.dedup.band_key_lineage import DATA_VERSION_TAG
+from fw_assets.lib.versions import DATA_VERSION_TAG
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.partitions import current_recipe_files
 from fw_assets.mixtures.recipe_inputs import inputs_version

@@ -6,11 +6,10 @@ and says why it is external)."""
 
 import dagster as dg
 
+from fw_assets.lib.versions import DATA_VERSION_TAG
 from fw_assets.partitions import dump_partitions
 
 BAND_KEY_INDEX = dg.AssetKey("band_key_index")
-# Set on the observation it is Dagster's data version; the tag is not exported by `dagster`.
-DATA_VERSION_TAG = "dagster/data_version"
 # The metadata of `deduplicated`: {earlier dump: its content version when the dump was decided}.
 DECIDED_AGAINST = "decided_against"
 

@@ -15,6 +15,10 @@ from pathlib import Path
 from fw_assets.lib.sql import load_sql
 from fw_assets.policy import SamplingPolicy
 
+# The tag that makes an asset observation's value its data version (what the UI compares with the
+# versions a run consumed); `dagster` does not export it.
+DATA_VERSION_TAG = "dagster/data_version"
+
 
 def code_version(
     *,
