@@ -155,9 +155,8 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
             views += selections
         else:
             selections = _whole_file_views(recipe, output_root, data_root, stage, reweighted)
-            seen = {s.view.path: s.view for s in selections}
-            read = {name: [seen.get(_view_path(recipe, output_root, stage, f), f) for f in found]
-                    for name, found in files.items()}
+            view_of = {s.file.path: s.view for s in selections}
+            read = {name: [view_of.get(f.path, f) for f in found] for name, found in files.items()}
             shares = source_shares(recipe.sources, read, stage.temperature)
             members = _members(recipe, shares, read)
             limits.check(phase, stage, members, train_samples + sum(valid_test))
@@ -170,10 +169,6 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
                                 cache, data_args, args))
     fingerprint = _fingerprint(recipe, stages)
     return MixturePlan(recipe, tuple(stages), cache_dir, fingerprint, tuple(views), tuple(reweighted.values()))
-
-
-def _view_path(recipe: Recipe, output_root: Path, stage: Stage, file: TokenFile) -> str:
-    return str(layout.view_prefix(output_root, recipe.name, stage.name, file.bucket, file.dump))
 
 
 def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage: Stage,
@@ -191,7 +186,8 @@ def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage:
                 raise RecipeError(recipe.path, "megatron.split", f"{file.path}: {error}") from error
             lengths = IndexedDatasetReader(Path(file.path)).sequence_lengths
             prefix = str(layout.view_prefix(data_root, recipe.name, stage.name, file.bucket, file.dump))
-            view = TokenFile(file.source, file.bucket, file.dump, _view_path(recipe, output_root, stage, file), prefix,
+            path = str(layout.view_prefix(output_root, recipe.name, stage.name, file.bucket, file.dump))
+            view = TokenFile(file.source, file.bucket, file.dump, path, prefix,
                              len(documents), int(lengths[documents].sum(dtype=np.int64)))
             listed = np.unique(documents[:train])
             selections.append(ViewSelection(stage.name, file, view, documents, train, 0, train > len(listed),
