@@ -33,6 +33,7 @@ class Reweighting:
     repetitions: np.ndarray
     dropped: np.ndarray
     typical_loss: float  # the median the multipliers are relative to
+    by_loss: np.ndarray  # positions from the highest loss down, ties broken by id (sorted once)
 
 
 def reweight(
@@ -55,21 +56,13 @@ def reweight(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = losses / typical if typical > 0 else np.ones_like(losses)
     multipliers = np.clip(ratio, 1.0, max_multiplier)
-    dropped = _top_share(ids, losses, drop_top_share)
+    by_loss = np.lexsort((np.asarray(ids, dtype=object).astype(str), -losses))
+    dropped = np.zeros(len(losses), bool)
+    dropped[by_loss[: int(np.floor(drop_top_share * len(losses)))]] = True  # the top share S
     whole = np.floor(multipliers)
     repetitions = (whole + (_uniforms(ids, seed) < multipliers - whole)).astype(np.int64)
     repetitions[dropped] = 0
-    return Reweighting(multipliers, repetitions, dropped, typical)
-
-
-def _top_share(ids: Sequence[str], losses: np.ndarray, share: float) -> np.ndarray:
-    """The floor(share x n) highest losses, ties broken by id."""
-    dropped = np.zeros(len(losses), bool)
-    count = int(np.floor(share * len(losses)))
-    if count:
-        order = np.lexsort((np.asarray(ids, dtype=object).astype(str), -losses))
-        dropped[order[:count]] = True
-    return dropped
+    return Reweighting(multipliers, repetitions, dropped, typical, by_loss)
 
 
 def _uniforms(ids: Sequence[str], seed: int) -> np.ndarray:

@@ -130,7 +130,7 @@ def _count_with_train(train: int, share: float) -> int:
 
 def highest_losses(weighting: SourceReweighting, count: int = 10) -> list[tuple[str, str, str, float, bool]]:
     """The `count` documents of highest loss: (id, bucket, dump, loss, dropped), highest first."""
-    order = np.lexsort((np.asarray(weighting.ids, dtype=object).astype(str), -weighting.losses))[:count]
+    order = weighting.weighting.by_loss[:count]
     file_of = np.searchsorted(np.asarray(weighting.starts), order, side="right") - 1
     return [(weighting.ids[i], weighting.files[f].bucket, weighting.files[f].dump, float(weighting.losses[i]),
              bool(weighting.weighting.dropped[i])) for i, f in zip(order.tolist(), file_of.tolist())]
