@@ -40,7 +40,7 @@ def published_losses(output_root: Path, probe: str, dump: str, log: Log | None =
             )
         tables = [
             _read(output_root, probe_loss_path(output_root, probe, bucket, dump), dump).append_column(
-                "bucket", pa.array([bucket] * documents, pa.string()))
+                "bucket", pa.repeat(pa.scalar(bucket, pa.string()), documents))
             for bucket, documents in record["contents"]["documents"].items()
             if documents
         ]
