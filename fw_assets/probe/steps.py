@@ -23,6 +23,7 @@ from fw_assets.lib.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.probe_losses import LOSS_SCHEMA
 from fw_assets.lib.sql import load_sql
+from fw_assets.lib.windows import windows
 from fw_assets.lib.writers import KeepOnSuccess
 from fw_assets.probe.ngram import REFERENCE_TOKENS, BigramModel, document_losses, reference_halves
 
@@ -101,7 +102,8 @@ def score_with_bigrams(
 ) -> tuple[dict[str, BucketLosses], str]:
     """Fit the two reference models on the dump (fw_assets.probe.ngram) and score every document.
     Returns each bucket's figures and the sha256 of the reference sample's tokens."""
-    halves = {b.name: reference_halves(read_document_index(b.prefix).column("id").to_pylist()) for b in buckets}
+    ids = {b.name: read_document_index(b.prefix).column("id") for b in buckets}
+    halves = {name: reference_halves(bucket_ids.to_pylist()) for name, bucket_ids in ids.items()}
     digest = hashlib.sha256()
     models = []
     for half in (0, 1):
@@ -111,13 +113,13 @@ def score_with_bigrams(
     for bucket in buckets:
         began = time.monotonic()
         with LossWriter(bucket.output) as out:
-            for ids, tokens, lengths, half in _windows(bucket, halves[bucket.name]):
+            for window_ids, tokens, lengths, half in _windows(bucket, ids[bucket.name], halves[bucket.name]):
                 nll = document_losses(models[0], tokens, lengths, eod_id)
                 in_a = half == 0  # half A's documents: scored by model B, which never saw them
                 if in_a.any():
                     nll[in_a] = document_losses(models[1], tokens[np.repeat(in_a, lengths)], lengths[in_a], eod_id)
                 nbytes = np.add.reduceat(byte_lengths[tokens], np.concatenate([[0], np.cumsum(lengths)[:-1]]))
-                out.add(ids, lengths, nll, nbytes, np.zeros(len(lengths), bool))
+                out.add(window_ids, lengths, nll, nbytes, np.zeros(len(lengths), bool))
         written[bucket.name] = BucketLosses(out.documents, out.tokens, 0, time.monotonic() - began)
     return written, digest.hexdigest()
 
@@ -138,21 +140,18 @@ def _reference_documents(
                 return
 
 
-def _windows(bucket: BucketDocuments, halves: np.ndarray) -> Iterator[tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]]:
+def _windows(
+    bucket: BucketDocuments, ids: pa.ChunkedArray, halves: np.ndarray
+) -> Iterator[tuple[pa.ChunkedArray, np.ndarray, np.ndarray, np.ndarray]]:
     """Consecutive documents of about WINDOW_TOKENS tokens (a longer one alone), read from `.bin`
     with one read each: (ids, tokens back to back, lengths, reference halves)."""
     reader = IndexedDatasetReader(bucket.prefix)
-    ids = read_document_index(bucket.prefix).column("id")
     lengths = reader.sequence_lengths.astype(np.int64)
-    ends = np.cumsum(lengths)
-    start = 0
-    while start < len(lengths):
-        before = int(ends[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(ends, before + WINDOW_TOKENS, side="right")), start + 1)
-        offset = int(reader.sequence_pointers[start])
-        tokens = np.fromfile(bin_path(bucket.prefix), reader.dtype, int(ends[stop - 1]) - before, offset=offset)
-        yield ids[start:stop], tokens.astype(np.int64), lengths[start:stop], halves[start:stop]
-        start = stop
+    for window in windows(lengths, WINDOW_TOKENS):
+        offset = int(reader.sequence_pointers[window.start])
+        count = int(lengths[window].sum())
+        tokens = np.fromfile(bin_path(bucket.prefix), reader.dtype, count, offset=offset)
+        yield ids[window], tokens.astype(np.int64), lengths[window], halves[window]
 
 
 def tiktoken_byte_lengths(encoding_name: str, vocab_size: int) -> np.ndarray:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from fw_assets.layout import token_files
 from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.sql import load_sql
+from fw_assets.lib.windows import windows
 from fw_assets.lib.doc_index import DocumentIndexWriter
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.lib.indexed_dataset import IndexedDatasetWriter
@@ -321,21 +322,10 @@ def _write_in_id_order(
         for batch in ordered.to_arrow_reader(KEY_BATCH_ROWS):
             offsets = batch.column("token_offset").to_numpy()
             lengths = batch.column("token_count").to_numpy()
-            for window in _windows(lengths + 1, budget):
+            for window in windows(lengths + 1, budget):
                 tokens = scratch.gather_with_eod(offsets[window], lengths[window], token_format.eod_id)
                 tokens_out.add_documents(tokens, lengths[window] + 1)
                 docs_out.add(batch.column("id")[window], lengths[window] + 1)
-
-
-def _windows(sizes: np.ndarray, budget: int) -> Iterator[slice]:
-    """Consecutive runs of items of at most `budget` in size together (a larger one alone)."""
-    ends = np.cumsum(sizes)
-    start = 0
-    while start < len(sizes):
-        before = int(ends[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(ends, before + budget, side="right")), start + 1)
-        yield slice(start, stop)
-        start = stop
 
 
 class _ScratchTokens:
@@ -401,7 +391,7 @@ def _slices_of_bounded_text(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     mmap threshold (32 MB) each would be fresh pages, mapped and zeroed for every batch.
     """
     sizes = pc.binary_length(batch.column("text")).to_numpy(zero_copy_only=False)
-    for window in _windows(sizes, ENCODE_TEXT_BYTES):
+    for window in windows(sizes, ENCODE_TEXT_BYTES):
         yield batch.slice(window.start, window.stop - window.start)
 
 
