@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.layout import docs_path
-from fw_assets.lib.writers import KeepOnSuccess
+from fw_assets.lib.writers import FixedRowGroups, KeepOnSuccess
 
 SCHEMA = pa.schema(
     [("document_index", pa.int64()), ("id", pa.string()), ("token_count", pa.int32())]
@@ -29,15 +29,13 @@ class DocumentIndexWriter(KeepOnSuccess):
     def __init__(self, prefix: Path) -> None:
         self.path = docs_path(prefix)
         self.document_count = 0
-        self._pending: list[pa.RecordBatch] = []
-        self._pending_rows = 0
-        self._writer = pq.ParquetWriter(self.path, SCHEMA, compression="zstd")
+        self._rows = FixedRowGroups(self.path, SCHEMA, ROW_GROUP_ROWS, compression="zstd")
 
     def add(self, ids: pa.Array, token_counts: np.ndarray) -> None:
         """The next documents: their source ids and token counts, in `.idx` order."""
         start = self.document_count
-        self._pending.append(
-            pa.record_batch(
+        self._rows.write(
+            pa.table(
                 [
                     pa.array(np.arange(start, start + len(ids), dtype=np.int64)),
                     ids.cast(pa.string()),
@@ -47,29 +45,12 @@ class DocumentIndexWriter(KeepOnSuccess):
             )
         )
         self.document_count += len(ids)
-        self._pending_rows += len(ids)
-        if self._pending_rows >= ROW_GROUP_ROWS:
-            self._flush(whole_groups_only=True)
 
     def finish(self) -> None:
-        """Write what is pending and the footer; the file is complete only after this."""
-        self._flush(whole_groups_only=False)
-        self._writer.close()
-
-    def _flush(self, whole_groups_only: bool) -> None:
-        table = pa.Table.from_batches(self._pending, SCHEMA)
-        rows = table.num_rows - table.num_rows % ROW_GROUP_ROWS if whole_groups_only else table.num_rows
-        if rows:
-            # one chunk per write: page boundaries would otherwise follow the incoming batches
-            whole = table.slice(0, rows).combine_chunks()
-            self._writer.write_table(whole, row_group_size=ROW_GROUP_ROWS)
-        self._pending = table.slice(rows).to_batches()
-        self._pending_rows = table.num_rows - rows
+        self._rows.finish()
 
     def abort(self) -> None:
-        """Close and delete the partial file."""
-        self._writer.close()
-        self.path.unlink(missing_ok=True)
+        self._rows.abort()
 
 
 def read_document_index(prefix: Path) -> pa.Table:

@@ -15,7 +15,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from fw_assets.layout import bin_path, docs_path
 from fw_assets.lib.doc_index import read_document_index
@@ -24,7 +23,7 @@ from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.probe_losses import LOSS_SCHEMA
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.windows import windows
-from fw_assets.lib.writers import KeepOnSuccess
+from fw_assets.lib.writers import FixedRowGroups, KeepOnSuccess
 from fw_assets.probe.ngram import REFERENCE_TOKENS, BigramModel, document_losses, reference_halves
 
 STEPS_SQL = ("probe_texts",)
@@ -58,10 +57,8 @@ class LossWriter(KeepOnSuccess):
     """Streams loss rows into one parquet file; the file exists only once finished."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(path, LOSS_SCHEMA, compression="zstd", write_page_checksum=True)
-        self._pending: list[pa.Table] = []
+        self._rows = FixedRowGroups(path, LOSS_SCHEMA, ROW_GROUP_ROWS, compression="zstd", write_page_checksum=True)
         self.documents = self.tokens = self.truncated = 0
 
     def add(self, ids: pa.Array, tokens: np.ndarray, nll: np.ndarray, nbytes: np.ndarray, truncated: np.ndarray) -> None:
@@ -69,29 +66,18 @@ class LossWriter(KeepOnSuccess):
         with np.errstate(divide="ignore", invalid="ignore"):
             loss = nll / tokens
             bits = nll / np.log(2) / nbytes
-        self._pending.append(
+        self._rows.write(
             pa.table([ids.cast(pa.string()), tokens.astype(np.int64), loss, bits, truncated.astype(bool)], schema=LOSS_SCHEMA)
         )
         self.documents += len(ids)
         self.tokens += int(tokens.sum())
         self.truncated += int(truncated.sum())
-        if sum(t.num_rows for t in self._pending) >= ROW_GROUP_ROWS:
-            self._flush(whole_groups_only=True)
-
-    def _flush(self, whole_groups_only: bool) -> None:
-        table = pa.concat_tables(self._pending) if self._pending else LOSS_SCHEMA.empty_table()
-        rows = table.num_rows - table.num_rows % ROW_GROUP_ROWS if whole_groups_only else table.num_rows
-        if rows:
-            self._writer.write_table(table.slice(0, rows).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
-        self._pending = [table.slice(rows)]
 
     def finish(self) -> None:
-        self._flush(whole_groups_only=False)
-        self._writer.close()
+        self._rows.finish()
 
     def abort(self) -> None:
-        self._writer.close()
-        self.path.unlink(missing_ok=True)
+        self._rows.abort()
 
 
 # --- the built-in probe ------------------------------------------------------------------------
