@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from bench.measure import Measurement
 from bench.suite import Case
-from bench.texts import TEXT_KINDS
+from bench.texts import MULTISCRIPT, TEXT_KINDS
 
 MB = 1e6
 GIB = 2**30
@@ -72,7 +72,13 @@ class Target:
         return self.measured >= self.limit if self.at_least else self.measured <= self.limit
 
 
-def targets(by_name: dict[str, Result], cores: int, memory_limit_bytes: int) -> list[Target]:
+# Issue 26: the step ≥ 4 × ideal tiktoken on prose, and never slower on text that defeats caches.
+TOKENIZED_SPEEDUP_NEEDED = {MULTISCRIPT: 1.0}
+TOKENIZED_SPEEDUP_ON_PROSE = 4.0
+
+
+def targets(by_name: dict[str, Result], cores: int, memory_limit_bytes: int, texts: str) -> list[Target]:
+    """The targets the cases in `by_name` measure, on a dump of `texts` (bench/texts.py)."""
     found = []
 
     def have(*names: str) -> bool:
@@ -84,8 +90,9 @@ def targets(by_name: dict[str, Result], cores: int, memory_limit_bytes: int) -> 
         for floor in ("floor", "floor_partitioned"):
             if have(fw, floor):
                 found.append(_ratio(f"{fw} time ÷ {floor} time", by_name[fw], by_name[floor], 1.1, False))
-    # ideal tiktoken: one tiktoken process's tokens/s × the cores (issue 26: the step ≥ 4 ×)
-    for step, limit in (("tokenized", 4.0), ("tokenized_tiktoken", 0.8)):
+    # ideal tiktoken: one tiktoken process's tokens/s × the cores
+    speedup = TOKENIZED_SPEEDUP_NEEDED.get(texts, TOKENIZED_SPEEDUP_ON_PROSE)
+    for step, limit in (("tokenized", speedup), ("tokenized_tiktoken", 0.8)):
         if have(step, "tiktoken_1"):
             single = by_name["tiktoken_1"].tokens_per_second
             found.append(Target(

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     by_name = {r.case.name: r for r in results}
     from fw_assets.resources import default_memory_limit_bytes
 
-    found = targets(by_name, bench.cores, default_memory_limit_bytes())
+    found = targets(by_name, bench.cores, default_memory_limit_bytes(), bench.spec.texts)
     host = machine()
     text = "\n\n".join([
         f"# fw_assets benchmark, {started:%Y-%m-%d %H:%M}",

@@ -98,3 +98,19 @@ def test_tokenized_steps_tokenizes_a_published_dump_as_the_step_did(tokenized_sa
         documents, tokens = documents + reader.document_count, tokens + reader.token_count
     assert row[0] == "| auto, in this process"
     assert (row[1], row[2]) == (f"{documents:,}", f"{tokens:,}")
+
+
+@pytest.mark.parametrize("texts, needed", [("paragraphs", 4.0), ("bigram", 4.0), ("multiscript", 1.0)])
+def test_the_tokenized_target_is_four_times_ideal_tiktoken_on_prose_and_one_on_multiscript(tmp_path, texts, needed):
+    from bench.measure import Measurement
+    from bench.report import Result, targets
+    from bench.suite import Case
+
+    def result(name: str, seconds: float) -> Result:
+        case = Case(name, name, "tokenizing", 10, 100, [], tmp_path, tokens=lambda m: 1_000)
+        return Result(case, [Measurement(seconds, seconds, 1)])
+
+    # 1,000 tokens in 1 s against one tiktoken process's 1,000 in 3 s on 2 cores: 1.5 × ideal
+    found = targets({"tokenized": result("tokenized", 1.0), "tiktoken_1": result("tiktoken_1", 3.0)}, 2, 2**30, texts)
+    (target,) = [t for t in found if t.what.startswith("tokenized tokens/s")]
+    assert (round(target.measured, 2), target.limit, target.met) == (1.5, needed, needed == 1.0)
