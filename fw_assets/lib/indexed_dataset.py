@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.layout import bin_path, idx_path
+from fw_assets.lib.write_behind import WriteBehindFile
 from fw_assets.lib.writers import KeepOnSuccess
 
 INDEX_MAGIC = b"MMIDIDX\x00\x00"
@@ -45,7 +46,8 @@ def optimal_token_dtype(vocab_size: int) -> np.dtype:
 
 
 class IndexedDatasetWriter(KeepOnSuccess):
-    """Streams documents into `<prefix>.bin`; `finish()` writes `<prefix>.idx`.
+    """Streams documents into `<prefix>.bin` (through a bounded window of the page cache, see
+    lib/write_behind.py); `finish()` writes `<prefix>.idx`.
 
     Memory is 4 bytes per document (its length), whatever the number of tokens. Used as a
     context manager, an exception deletes the partial `.bin` and writes no `.idx`.
@@ -62,7 +64,7 @@ class IndexedDatasetWriter(KeepOnSuccess):
         self.token_count = 0
         # a stale .idx beside the new .bin would describe other tokens until finish()
         idx_path(self.prefix).unlink(missing_ok=True)
-        self._bin = open(bin_path(self.prefix), "wb")
+        self._bin = WriteBehindFile(bin_path(self.prefix))
 
     @property
     def document_count(self) -> int:
