@@ -82,10 +82,11 @@ def tokenized(
         staged_publication(root, publication_name("tokenized", name, dump), dump, log) as staging,
         published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
         published_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
+        ParallelEncoder(spec, workers) as encoder,  # starts on its own thread meanwhile
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
         total = sum(b.documents for b in buckets)
-        with ParallelEncoder(spec, workers) as encoder, warehouse.connect(staging.path) as con:
+        with warehouse.connect(staging.path) as con:
             backend_name, version, warning = encoder.backend()
             if warning:
                 context.log.warning(f"Dump {dump}: {warning}")

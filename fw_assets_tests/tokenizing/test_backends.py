@@ -267,8 +267,11 @@ class FailsSelfCheck(ChangesOneText):
 
 
 def test_workers_backend_is_self_checked_by_the_step_process():
-    with pytest.raises(BackendMismatch, match="backend tiktoken fails its self-check"):
-        ParallelEncoder(TokenizerSpec(backend=f"{__name__}:{FailsSelfCheck.__name__}"), workers=2)
+    with ParallelEncoder(TokenizerSpec(backend=f"{__name__}:{FailsSelfCheck.__name__}"), workers=2) as encoder:
+        with pytest.raises(BackendMismatch, match="backend tiktoken fails its self-check"):
+            encoder.backend()
+        with pytest.raises(BackendMismatch):
+            list(encoder.encode([["never encoded"]]))
 
 
 def child_processes() -> set[int]:
