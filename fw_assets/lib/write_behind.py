@@ -13,6 +13,7 @@ takes ~8 CPU-seconds less in ~70 (BENCHMARKS.md). Linux only; elsewhere the file
 
 import ctypes
 import ctypes.util
+import errno
 import os
 from pathlib import Path
 
@@ -22,6 +23,8 @@ WINDOW_BYTES = 16 * 2**20
 WINDOWS_IN_FLIGHT = 4
 
 _WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4  # sync_file_range(2) flags
+# What a file system that cannot write a range out says: the file is then written as usual.
+_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ESPIPE}
 
 
 def _sync_file_range():
@@ -45,6 +48,7 @@ class WriteBehindFile:
     def __init__(self, path: Path, window: int = WINDOW_BYTES) -> None:
         self.path = Path(path)
         self._file = open(self.path, "wb", buffering=0)
+        self._behind = _SYNC_FILE_RANGE is not None
         self._window = window
         self._written = 0
         self._sent = 0  # bytes handed to the disk
@@ -56,22 +60,30 @@ class WriteBehindFile:
         while view:  # a raw write may take less than it is given
             view = view[self._file.write(view) :]
         self._written += size
-        if _SYNC_FILE_RANGE is not None:
+        if self._behind:
             self._write_behind()
 
     def _write_behind(self) -> None:
         while self._written - self._sent >= self._window:
-            self._sync_window(self._sent, _WRITE)  # starts writing it out, does not wait
+            if not self._sync_window(self._sent, _WRITE):  # starts writing it out, does not wait
+                return
             self._sent += self._window
             if self._sent - self._dropped > WINDOWS_IN_FLIGHT * self._window:
-                self._sync_window(self._dropped, _WAIT_BEFORE | _WRITE | _WAIT_AFTER)
+                if not self._sync_window(self._dropped, _WAIT_BEFORE | _WRITE | _WAIT_AFTER):
+                    return
                 os.posix_fadvise(self._file.fileno(), self._dropped, self._window, os.POSIX_FADV_DONTNEED)
                 self._dropped += self._window
 
-    def _sync_window(self, offset: int, flags: int) -> None:
-        if _SYNC_FILE_RANGE(self._file.fileno(), offset, self._window, flags) != 0:
-            error = ctypes.get_errno()
+    def _sync_window(self, offset: int, flags: int) -> bool:
+        """Whether the window went out; False (and written as usual from now on) where the file
+        system cannot; an error of the disk is raised."""
+        if _SYNC_FILE_RANGE(self._file.fileno(), offset, self._window, flags) == 0:
+            return True
+        error = ctypes.get_errno()
+        if error not in _UNSUPPORTED:  # e.g. EIO: the bytes written did not reach the disk
             raise OSError(error, f"{os.strerror(error)}: writing {self.path} out to the disk")
+        self._behind = False
+        return False
 
     def close(self) -> None:
         self._file.close()

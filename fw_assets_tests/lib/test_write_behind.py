@@ -2,6 +2,7 @@
 the cache holds only its last windows, not the whole file."""
 
 import ctypes
+import errno
 import mmap
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fw_assets.lib import write_behind
 from fw_assets.lib.write_behind import WINDOWS_IN_FLIGHT, WriteBehindFile
 
 WINDOW = 1 << 18
@@ -59,3 +61,30 @@ def test_the_page_cache_holds_only_the_last_windows_of_a_large_file(tmp_path):
     assert path.stat().st_size == 32 * WINDOW
     # written as usual, all 8 MB would still be cached: nothing else reads or evicts them here
     assert _cached_bytes(path) <= (WINDOWS_IN_FLIGHT + 2) * WINDOW
+
+
+def _sync_file_range_failing_with(error: int):
+    def sync_file_range(fd, offset, length, flags):
+        ctypes.set_errno(error)
+        return -1
+
+    return sync_file_range
+
+
+def test_a_file_system_that_cannot_write_ranges_out_gets_the_file_written_as_usual(tmp_path, monkeypatch):
+    monkeypatch.setattr(write_behind, "_SYNC_FILE_RANGE", _sync_file_range_failing_with(errno.EINVAL))
+    data = np.random.default_rng(5).integers(0, 256, 10 * WINDOW, dtype=np.uint8)
+    writer = WriteBehindFile(tmp_path / "tokens.bin", window=WINDOW)
+    for piece in np.array_split(data, 7):
+        writer.write(piece)
+    writer.close()
+    assert (tmp_path / "tokens.bin").read_bytes() == data.tobytes()
+
+
+def test_an_error_of_the_disk_while_writing_out_is_raised_naming_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(write_behind, "_SYNC_FILE_RANGE", _sync_file_range_failing_with(errno.EIO))
+    writer = WriteBehindFile(tmp_path / "tokens.bin", window=WINDOW)
+    with pytest.raises(OSError, match="tokens.bin out to the disk") as raised:
+        writer.write(np.zeros(2 * WINDOW, np.uint8))
+    writer.close()
+    assert raised.value.errno == errno.EIO
