@@ -14,6 +14,10 @@ class DamagedInput(RuntimeError):
     """A step's input file is damaged; the message names the file, the row group and what to do."""
 
 
+# What reading a damaged parquet file raises, through DuckDB or Arrow
+READ_ERRORS = (duckdb.Error, pa.ArrowException, OSError)
+
+
 @contextmanager
 def naming_damaged_row_groups(
     paths: Sequence[Path], columns: Sequence[str], what: str, where: str, remedy: str
@@ -26,13 +30,19 @@ def naming_damaged_row_groups(
     (an OSError without errno) once rows are streaming: both are looked into."""
     try:
         yield
-    except (duckdb.Error, pa.ArrowException, OSError) as error:
-        if isinstance(error, OSError) and error.errno is not None:
-            raise  # the operating system's: a full disk, ...
-        damage = damaged_row_group(paths, columns, what)
+    except READ_ERRORS as error:
+        damage = damage_explaining(error, paths, columns, what)
         if damage is None:
-            raise  # not the data's fault (memory, disk): let it surface as it is
+            raise
         raise DamagedInput(f"{where}: {damage}. Nothing was published. {remedy}") from None
+
+
+def damage_explaining(error: Exception, paths: Sequence[Path], columns: Sequence[str], what: str) -> str | None:
+    """The damage of `paths` (see damaged_row_group) that explains a read `error`; None when the
+    error is not the data's fault (memory, a full disk: an OSError with an errno)."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return None
+    return damaged_row_group(paths, columns, what)
 
 
 def damaged_row_group(paths: Iterable[Path], columns: Sequence[str], what: str = "file") -> str | None:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from fw_assets.layout import bucket_dump_dir
 from fw_assets.lib.doc_index import read_document_index
 from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
 from fw_assets.lib.reweighting import Reweighting, aligned_losses, reweight
@@ -137,7 +138,8 @@ def highest_losses(weighting: SourceReweighting, count: int = 10) -> list[tuple[
 
 
 def text_starts(output_root: Path, documents: Sequence[tuple[str, str, str]], characters: int = 200) -> dict[str, str]:
-    """The first `characters` of each (id, bucket, dump)'s text, read from its published bucketed files."""
+    """The first `characters` of each (id, bucket, dump)'s text, read from its published bucketed
+    files; where those are damaged, which file and row group instead (the plan needs no text)."""
     wanted: dict[tuple[str, str], list[str]] = {}
     for doc_id, bucket, dump in documents:
         wanted.setdefault((bucket, dump), []).append(doc_id)
@@ -146,6 +148,13 @@ def text_starts(output_root: Path, documents: Sequence[tuple[str, str, str]], ch
         files = sorted(bucket_dump_dir(output_root, bucket, dump).glob("*.parquet"))
         if not files:
             continue
-        found = pq.read_table(files, columns=["id", "text"], filters=[("id", "in", ids)])
+        try:
+            found = pq.read_table(files, columns=["id", "text"], filters=[("id", "in", ids)])
+        except READ_ERRORS as error:
+            damage = damage_explaining(error, files, ("id", "text"), "bucketed file")
+            if damage is None:
+                raise
+            starts.update(dict.fromkeys(ids, f"(text unreadable: {damage})"))
+            continue
         starts.update(zip(found.column("id").to_pylist(), (t[:characters] for t in found.column("text").to_pylist())))
     return starts

@@ -27,7 +27,7 @@ from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import materialize_dump, published_tree, resources, writable_copy
+from fw_assets_tests.helpers import damage_text_page, materialize_dump, published_tree, resources, writable_copy
 from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, write_recipe
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
@@ -178,3 +178,17 @@ def test_from_the_cli_probe_losses_then_a_reweighted_plan(tmp_path, dagster_home
     for plain in ("mid", "rest"):
         assert max(train_counts(output, RECIPE_NAME, plain).values()) == 1
     assert list(mixture_cache_dir(output, RECIPE_NAME).glob("*-BlendedDataset-train-dataset_index.npy"))
+
+
+def test_a_damaged_bucketed_file_is_named_in_the_report_in_place_of_its_texts(probed, sample_source, tmp_path, monkeypatch):
+    """The plan reads no text; its report shows the highest-loss documents' first characters. A
+    damaged bucketed file does not stop the plan: the report names the file and row group."""
+    output = _copy(probed, tmp_path, monkeypatch)
+    damaged = sorted((output / "en" / "4.0").glob("*/*.parquet"))
+    for path in damaged:
+        damage_text_page(path, 0)
+    result = build(sample_source, output, [mixture_plan])
+    assert result.success
+    report = report_path(output, RECIPE_NAME).read_text()
+    assert "(text unreadable: the bucketed file " in report and "is damaged: row group 0" in report
+    assert any(str(path) in report for path in damaged)
