@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from fw_assets.layout import source_dump_dir
 from fw_assets.synthetic import write_sample_dump
-from fw_assets.synthetic.generator import ROW_GROUP_SIZE, _file_row_ranges, _write_parquet_atomically, sample_table
+from fw_assets.synthetic.generator import ROW_GROUP_SIZE, file_row_ranges, write_parquet_atomically, sample_table
 
 PARAGRAPHS, BIGRAM, MULTISCRIPT = "paragraphs", "bigram", "multiscript"
 TEXT_KINDS = (PARAGRAPHS, BIGRAM, MULTISCRIPT)
@@ -46,13 +46,13 @@ def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: s
         raise ValueError(f"text kind is one of {TEXT_KINDS}, not {texts!r}")
     folder = source_dump_dir(root, dump)
     folder.mkdir(parents=True, exist_ok=True)
-    for i, (start, stop) in enumerate(_file_row_ranges(rows, files)):
+    for i, (start, stop) in enumerate(file_row_ranges(rows, files)):
         chunks = (
             _with_texts(sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0), texts,
                         np.random.default_rng([seed, zlib.crc32(dump.encode()), lo, len(texts)]))
             for lo in range(start, stop, ROW_GROUP_SIZE)
         )
-        _write_parquet_atomically(folder / f"train-{i:05d}-of-{files:05d}.parquet", chunks)
+        write_parquet_atomically(folder / f"train-{i:05d}-of-{files:05d}.parquet", chunks)
 
 
 def _with_texts(table: pa.Table, texts: str, rng: np.random.Generator) -> pa.Table:

@@ -20,7 +20,7 @@ from fw_assets.synthetic import (
     write_sample_dumps,
 )
 from fw_assets.synthetic.__main__ import main
-from fw_assets.synthetic.generator import _write_parquet_atomically, planted_templates
+from fw_assets.synthetic.generator import write_parquet_atomically, planted_templates
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 ROWS = 6_000  # per dump
@@ -190,7 +190,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
         raise RuntimeError("killed")
 
     with pytest.raises(RuntimeError, match="killed"):
-        _write_parquet_atomically(tmp_path / "train-00000-of-00001.parquet", chunks())
+        write_parquet_atomically(tmp_path / "train-00000-of-00001.parquet", chunks())
     assert list(tmp_path.iterdir()) == []
 
 

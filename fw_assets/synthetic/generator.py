@@ -184,17 +184,17 @@ def write_sample_dump(
                 plants.append(kinds)
             yield table
 
-    for i, (start, stop) in enumerate(_file_row_ranges(rows, files)):
+    for i, (start, stop) in enumerate(file_row_ranges(rows, files)):
         path = folder / f"train-{i:05d}-of-{files:05d}.parquet"
-        _write_parquet_atomically(path, chunks(start, stop))
+        write_parquet_atomically(path, chunks(start, stop))
         paths.append(path)
     for stale in set(folder.glob("train-*-of-*.parquet")) - set(paths):
         stale.unlink()
     truth = planted_truth_path(Path(root), dump)
     truth.parent.mkdir(exist_ok=True)
-    _write_parquet_atomically(truth, planted, PLANTED_SCHEMA)
+    write_parquet_atomically(truth, planted, PLANTED_SCHEMA)
     if probe_plant_share:
-        _write_parquet_atomically(planted_probe_truth_path(Path(root), dump), plants, probe_plants.PLANT_SCHEMA)
+        write_parquet_atomically(planted_probe_truth_path(Path(root), dump), plants, probe_plants.PLANT_SCHEMA)
     return paths
 
 
@@ -279,13 +279,13 @@ def int_scores(scores: np.ndarray) -> np.ndarray:
 # --- files ---------------------------------------------------------------------------------
 
 
-def _file_row_ranges(rows: int, files: int) -> list[tuple[int, int]]:
+def file_row_ranges(rows: int, files: int) -> list[tuple[int, int]]:
     """Split `rows` into `files` contiguous ranges differing in size by at most one."""
     bounds = [rows * i // files for i in range(files + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _write_parquet_atomically(
+def write_parquet_atomically(
     path: Path, chunks: Iterable[pa.Table], schema: pa.Schema | None = None
 ) -> None:
     """Write tables as row groups to a hidden temp file beside `path`, then rename it into place."""
