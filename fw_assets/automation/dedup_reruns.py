@@ -28,7 +28,7 @@ import dagster as dg
 import xxhash
 
 from fw_assets.automation.dump_runs import unfinished_runs
-from fw_assets.automation.observations import Observed, latest_observations
+from fw_assets.automation.observations import latest_observations
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, published
 from fw_assets.dedup.deduplicated import deduplicated
@@ -46,14 +46,14 @@ MATERIALIZATION = dg.DagsterEventType.ASSET_MATERIALIZATION
 PLANNED = dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
 
 
-def observed_versions(instance: dg.DagsterInstance) -> dict[str, Observed]:
-    """Dump -> its latest `band_key_index` observation."""
+def observed_versions(instance: dg.DagsterInstance) -> dict[str, str]:
+    """Dump -> the data version of its latest `band_key_index` observation."""
     return latest_observations(instance, band_key_index.key)
 
 
 def record_missing_observations(
     instance: dg.DagsterInstance, storage: FineWebStorage, log
-) -> dict[str, Observed]:
+) -> dict[str, str]:
     """Record the observation of each dump whose published minhash holds another content version
     than its latest observation (its run was killed between publishing and observing); returns
     the observations then."""
@@ -66,7 +66,7 @@ def record_missing_observations(
         except PublishedOutputChanged as error:
             log(f"{dump}: {error}")
             continue
-        if version and (dump not in observed or observed[dump].version != version):
+        if version and (dump not in observed or observed[dump] != version):
             instance.report_runless_asset_event(published(dump, version, record["generation"]))
             missing.append(dump)
     for dump in missing:
@@ -88,7 +88,7 @@ def decided_against(instance: dg.DagsterInstance, storage_ids: list[int]) -> dic
     return against
 
 
-def stale_dumps(instance: dg.DagsterInstance, observed: dict[str, Observed]) -> dict[str, str]:
+def stale_dumps(instance: dg.DagsterInstance, observed: dict[str, str]) -> dict[str, str]:
     """Dump -> the run key of its re-decision, for every dump whose decisions are stale (module
     docstring) and that has no queued or in-progress run deciding it."""
     storage = instance.event_log_storage
@@ -99,7 +99,7 @@ def stale_dumps(instance: dg.DagsterInstance, observed: dict[str, Observed]) -> 
     busy = unfinished_runs(instance, deduplicated.key)
     stale = {}
     for dump in sorted((set(signed) | set(decided)) - set(busy)):
-        versions = {d: o.version for d, o in observed.items() if d < dump}
+        versions = {d: v for d, v in observed.items() if d < dump}
         if signed.get(dump, 0) > decided.get(dump, 0):  # signed since its decisions, no run: failed
             attempt = planned.get(dump, 0)
             newest = max((i for d, i in signed.items() if d < dump), default=0)

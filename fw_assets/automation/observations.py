@@ -1,7 +1,5 @@
-"""The latest observation of each partition of an observed asset (its storage id and data version),
-read the way the UI compares them: what the sensors record when a run did not (or cannot) observe."""
-
-from dataclasses import dataclass
+"""The data version of each partition's latest observation of an observed asset, read the way the
+UI compares them: what the sensors record when a run did not (or cannot) observe."""
 
 import dagster as dg
 
@@ -10,16 +8,8 @@ from fw_assets.lib.versions import DATA_VERSION_TAG
 OBSERVATION = dg.DagsterEventType.ASSET_OBSERVATION
 
 
-@dataclass(frozen=True)
-class Observed:
-    """A partition's latest observation: its storage id and data version."""
-
-    storage_id: int
-    version: str
-
-
-def latest_observations(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Observed]:
-    """Partition -> its latest observation of `key`."""
+def latest_observations(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, str]:
+    """Partition -> the data version of its latest observation of `key`."""
     latest = instance.event_log_storage.get_latest_storage_id_by_partition(key, OBSERVATION)
     if not latest:
         return {}
@@ -27,6 +17,6 @@ def latest_observations(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[
         dg.AssetRecordsFilter(asset_key=key, storage_ids=list(latest.values())), limit=len(latest)
     ).records
     return {
-        r.partition_key: Observed(r.storage_id, r.asset_observation.tags.get(DATA_VERSION_TAG, ""))
+        r.partition_key: r.asset_observation.tags.get(DATA_VERSION_TAG, "")
         for r in records
     }
