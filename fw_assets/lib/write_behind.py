@@ -12,10 +12,12 @@ takes ~8 CPU-seconds less in ~70 (BENCHMARKS.md). Linux only; elsewhere the file
 """
 
 import ctypes
-import ctypes.util
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+from fw_assets.lib.libc import libc_function
 
 WINDOW_BYTES = 16 * 2**20
 # Windows sent to the disk but still cached: the disk has this much time to catch up before a
@@ -27,18 +29,11 @@ _WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4  # sync_file_range(2) flags
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ESPIPE}
 
 
-def _sync_file_range():
-    """libc's sync_file_range(2), or None where there is none (not Linux)."""
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """sync_file_range(2), or None where there is none (not Linux)."""
     if not hasattr(os, "posix_fadvise"):
         return None
-    function = getattr(ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True), "sync_file_range", None)
-    if function is not None:
-        function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-        function.restype = ctypes.c_int
-    return function
-
-
-_SYNC_FILE_RANGE = _sync_file_range()
+    return libc_function("sync_file_range", (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint))
 
 
 class WriteBehindFile:
@@ -48,7 +43,8 @@ class WriteBehindFile:
     def __init__(self, path: Path, window: int = WINDOW_BYTES) -> None:
         self.path = Path(path)
         self._file = open(self.path, "wb", buffering=0)
-        self._behind = _SYNC_FILE_RANGE is not None
+        self._sync_file_range = _sync_file_range()
+        self._behind = self._sync_file_range is not None
         self._window = window
         self._written = 0
         self._sent = 0  # bytes handed to the disk
@@ -77,7 +73,7 @@ class WriteBehindFile:
     def _sync_window(self, offset: int, flags: int) -> bool:
         """Whether the window went out; False (and written as usual from now on) where the file
         system cannot; an error of the disk is raised."""
-        if _SYNC_FILE_RANGE(self._file.fileno(), offset, self._window, flags) == 0:
+        if self._sync_file_range(self._file.fileno(), offset, self._window, flags) == 0:
             return True
         error = ctypes.get_errno()
         if error not in _UNSUPPORTED:  # e.g. EIO: the bytes written did not reach the disk

@@ -17,7 +17,6 @@ fastokens caps its caches (~150 MB a thread at most, its source says), so its th
 """
 
 import ctypes
-import ctypes.util
 import os
 import threading
 import time
@@ -25,13 +24,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from functools import cache, partial
+from functools import partial
 from multiprocessing import get_context
 from typing import TypeVar
 
 import numpy as np
 
 from fw_assets.lib.indexed_dataset import as_token_dtype, optimal_token_dtype
+from fw_assets.lib.libc import libc_function
 from fw_assets.tokenizing.backends import (
     AUTO,
     SELF_CHECK_TEXTS,
@@ -288,12 +288,6 @@ def _in_own_thread(function: Callable[..., _Result], *arguments: object) -> _Res
 def _return_freed_memory() -> None:
     """Hand the heap's free pages back to the system, where the C library keeps them (glibc's
     malloc_trim; elsewhere nothing to do)."""
-    trim = _malloc_trim()
+    trim = libc_function("malloc_trim", (ctypes.c_size_t,))
     if trim is not None:
         trim(0)
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    libc = ctypes.util.find_library("c")
-    return getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None

@@ -72,7 +72,7 @@ def _sync_file_range_failing_with(error: int):
 
 
 def test_a_file_system_that_cannot_write_ranges_out_gets_the_file_written_as_usual(tmp_path, monkeypatch):
-    monkeypatch.setattr(write_behind, "_SYNC_FILE_RANGE", _sync_file_range_failing_with(errno.EINVAL))
+    monkeypatch.setattr(write_behind, "_sync_file_range", lambda: _sync_file_range_failing_with(errno.EINVAL))
     data = np.random.default_rng(5).integers(0, 256, 10 * WINDOW, dtype=np.uint8)
     writer = WriteBehindFile(tmp_path / "tokens.bin", window=WINDOW)
     for piece in np.array_split(data, 7):
@@ -82,7 +82,7 @@ def test_a_file_system_that_cannot_write_ranges_out_gets_the_file_written_as_usu
 
 
 def test_an_error_of_the_disk_while_writing_out_is_raised_naming_the_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(write_behind, "_SYNC_FILE_RANGE", _sync_file_range_failing_with(errno.EIO))
+    monkeypatch.setattr(write_behind, "_sync_file_range", lambda: _sync_file_range_failing_with(errno.EIO))
     writer = WriteBehindFile(tmp_path / "tokens.bin", window=WINDOW)
     with pytest.raises(OSError, match="tokens.bin out to the disk") as raised:
         writer.write(np.zeros(2 * WINDOW, np.uint8))
