@@ -353,10 +353,10 @@ class _ScratchTokens:
         gathered = self._buffer[:size]
         into = memoryview(gathered).cast("B")
         at, itemsize = 0, self.dtype.itemsize
-        for offset, size in zip((offsets * itemsize).tolist(), (lengths * itemsize).tolist()):
-            if os.preadv(self._stream.fileno(), [into[at : at + size]], offset) != size:
-                raise EOFError(f"{self.path}: fewer than {size} bytes at byte {offset}")
-            at += size + itemsize  # the end-of-document token's place
+        for offset, nbytes in zip((offsets * itemsize).tolist(), (lengths * itemsize).tolist()):
+            if os.preadv(self._stream.fileno(), [into[at : at + nbytes]], offset) != nbytes:
+                raise EOFError(f"{self.path}: fewer than {nbytes} bytes at byte {offset}")
+            at += nbytes + itemsize  # the end-of-document token's place
         gathered[np.cumsum(lengths + 1) - 1] = eod_id
         return gathered
 
