@@ -1,6 +1,6 @@
 """bucketed -> tokenized through Dagster on generated dumps: token files that decode back to every
 document, the same bytes at any worker count and on re-runs, Megatron's reader, failures that
-keep the previous output, scratch files that hold one bucket at a time and never outlive a run."""
+keep the previous output, scratch files of two buckets at most that never outlive a run."""
 
 import errno
 import subprocess
