@@ -19,10 +19,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bench.data import quiet_duckdb
-from fw_assets.bucketing.steps import selection_counts, write_selection
-from fw_assets.lib.manifest import source_files
+from fw_assets.bucketing.sample_and_bucket import selection_counts, write_selection
+from fw_assets.formats.manifest import source_files
 from fw_assets.lib.progress import ProgressReporter
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 
 SHAPE_SQL = """
 SELECT

@@ -28,7 +28,7 @@ from datatrove.utils.text import simplify_text
 from datatrove.utils.typeshelper import Languages
 from datatrove.utils.word_tokenizers import WordTokenizer
 
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.shingling.definition import hash_strings, words
 
 

@@ -42,11 +42,11 @@ def dumps_of(count: int) -> list[str]:
 
 
 def resources(root: Path) -> dict:
-    from fw_assets.resources import DuckDBSteps, FineWebStorage
+    from fw_assets.resources import Warehouse, FineWebStorage
 
     return {
         "storage": FineWebStorage(source_dir=str(root / "source"), output_dir=str(root / "output")),
-        "warehouse": DuckDBSteps(threads=2, memory_limit="4GiB"),
+        "warehouse": Warehouse(threads=2, memory_limit="4GiB"),
     }
 
 
@@ -58,7 +58,7 @@ def prepare(root: Path, rows: int, count: int) -> None:
     from fw_assets.bucketing.raw import raw
     from fw_assets.bucketing.sampled import sampled
     from fw_assets.dedup.minhash import minhash
-    from fw_assets.layout import minhash_path
+    from fw_assets.paths import minhash_path
     from fw_assets.synthetic.generator import write_sample_dump
 
     for dump in dumps_of(count):
@@ -100,8 +100,8 @@ def decide_once(root: Path, k: int, count: int) -> dict:
     import duckdb
 
     from fw_assets.dedup.decide import decide_dump
-    from fw_assets.dedup.policy import MINHASH_POLICY
-    from fw_assets.layout import minhash_path
+    from fw_assets.dedup.minhash_policy import MINHASH_POLICY
+    from fw_assets.paths import minhash_path
 
     dumps = dumps_of(count)
     files = {d: minhash_path(root / "output", d) for d in dumps}

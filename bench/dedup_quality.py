@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from fw_assets.layout import planted_truth_path
+from fw_assets.paths import planted_truth_path
 from fw_assets.synthetic.generator import write_sample_dumps
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")

@@ -38,9 +38,9 @@ from datatrove.pipeline.base import PipelineStep
 
 from bench.datatrove_minhash import datatrove_pipelines, kept_ids, texts_whose_words_differ
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.signature_files import write_minhash_file
-from fw_assets.layout import source_dump_dir
+from fw_assets.paths import source_dump_dir
 
 WORD_CHECK_ROWS = 500
 STAGES = ("signature", "buckets", "cluster", "filter")

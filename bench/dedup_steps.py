@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.signature_files import write_minhash_file
 from fw_assets.synthetic.generator import write_sample_dump
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.shingling.definition import arrow_shingles
 from fw_assets.dedup.signing import band_keys, permutations, signatures_of

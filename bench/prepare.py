@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from bench.data import DataSpec, dump_files, quiet_duckdb
-from fw_assets.bucketing.steps import selection_counts, write_selection
+from fw_assets.bucketing.sample_and_bucket import selection_counts, write_selection
 from fw_assets.lib.progress import ProgressReporter
 from fw_assets.lib.versions import code_version
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -27,7 +27,7 @@ from fw_assets.dedup.minhash import minhash
 from fw_assets.lib.markdown import table
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.resources import Warehouse, FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
@@ -38,7 +38,7 @@ CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
 
 def materialize_dump(source: Path, output: Path, dump: str, assets: list, extra_resources: dict | None = None):
     storage = FineWebStorage(source_dir=str(source), output_dir=str(output))
-    resources = {"storage": storage, "warehouse": DuckDBSteps(), **(extra_resources or {})}
+    resources = {"storage": storage, "warehouse": Warehouse(), **(extra_resources or {})}
     return dg.materialize(assets, partition_key=dump, resources=resources)
 
 

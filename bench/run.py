@@ -33,7 +33,7 @@ from bench.suite import (
     tokenizing_cases,
 )
 from bench.verify import compare_ids, parquet_rows, published_layout, staging_layout
-from fw_assets.layout import source_dump_dir
+from fw_assets.paths import source_dump_dir
 
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = ("bucketing", "tokenizing", "memory", "fixed")

@@ -16,7 +16,7 @@ from bench import prepare
 from bench.data import BENCH_DUMPS, DataSpec, dump_stats, ensure_dumps, quiet_duckdb
 from bench.measure import Measurement
 from bench.texts import MULTISCRIPT
-from fw_assets.layout import dedup_path
+from fw_assets.paths import dedup_path
 
 PYTHON = sys.executable
 REPO = prepare.REPO
@@ -171,7 +171,7 @@ def bucketed_texts(published: Path, dump: str) -> list[str]:
 
 def token_files_tokens(root: Path, dump: str) -> tuple[int, int]:
     """Documents and tokens (end-of-document tokens not counted) of a dump's token files."""
-    from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+    from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 
     documents = tokens = 0
     for idx in root.glob(f"tokenized/*/*/{dump}.idx"):

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fw_assets.layout import source_dump_dir
+from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.synthetic.generator import ROW_GROUP_SIZE, file_row_ranges, write_parquet_atomically, sample_table
 

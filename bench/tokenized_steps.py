@@ -17,15 +17,15 @@ from pathlib import Path
 
 import psutil
 
-from fw_assets.layout import bucketed_files, dedup_path
-from fw_assets.lib.indexed_dataset import optimal_token_dtype
-from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBSteps
+from fw_assets.paths import bucketed_files, dedup_path
+from fw_assets.formats.indexed_dataset import optimal_token_dtype
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.resources import Warehouse
 from fw_assets.tokenizing.contract import kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
-from fw_assets.tokenizing.progress import TokenProgress
-from fw_assets.tokenizing.steps import BucketInput, TokenFormat, tokenize_buckets
+from fw_assets.tokenizing.token_progress import TokenProgress
+from fw_assets.tokenizing.tokenize_buckets import BucketInput, TokenFormat, tokenize_buckets
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         token_format = TokenFormat(optimal_token_dtype(tokenizer.vocab_size), tokenizer.eod_id)
         with (
             ParallelEncoder(spec, args.workers) as encoder,
-            DuckDBSteps(threads=args.workers).connect(Path(folder) / "spill") as con,
+            Warehouse(threads=args.workers).connect(Path(folder) / "spill") as con,
         ):
             started = time.perf_counter()
             written = tokenize_buckets(

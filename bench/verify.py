@@ -4,8 +4,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.data import quiet_duckdb
-from fw_assets.layout import bucket_dump_dir
-from fw_assets.policy import SEED_POLICY
+from fw_assets.paths import bucket_dump_dir
+from fw_assets.sampling_policy import SEED_POLICY
 
 FilesOf = Callable[[str, str], list[str]]  # (bucket, dump) -> parquet files
 

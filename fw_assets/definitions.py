@@ -9,9 +9,9 @@ import dagster as dg
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
-from fw_assets.automation.dedup_reruns import stale_dedup
+from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.automation.recipe_inputs import recipe_inputs
-from fw_assets.automation.sensors import new_dumps
+from fw_assets.automation.new_dumps import new_dumps
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
@@ -25,7 +25,7 @@ from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.packed import packed
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.resources import Warehouse, FineWebStorage
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 
@@ -40,7 +40,7 @@ defs = dg.Definitions(
     sensors=[new_dumps, stale_dedup, recipe_inputs],
     resources={
         "storage": FineWebStorage.from_environment(),
-        "warehouse": DuckDBSteps(),
+        "warehouse": Warehouse(),
         "tokenizer": TokenizerResource(),
         "probe": ProbeResource.from_environment(),
     },

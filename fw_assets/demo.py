@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets import settings
-from fw_assets.layout import (
+from fw_assets.paths import (
     bucket_dump_dir,
     dedup_path,
     loss_picture_path,
@@ -41,7 +41,7 @@ from fw_assets.layout import (
     token_prefix,
     tokenized_root,
 )
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.formats.doc_index import read_document_index
 from fw_assets.lib.markdown import table
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
@@ -49,7 +49,7 @@ from fw_assets.mixtures.contract import member_figures
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.probe.probes import BUILTIN
 from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
 
 REPO = Path(__file__).resolve().parents[1]

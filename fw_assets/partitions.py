@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
-from fw_assets.layout import source_data_dir
+from fw_assets.paths import source_data_dir
 
 DUMP_KEY = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 

@@ -17,7 +17,7 @@ from fw_assets.lib.cores import usable_cores
 
 class FineWebStorage(dg.ConfigurableResource):
     """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`);
-    fw_assets.layout spells every path under them."""
+    fw_assets.paths spells every path under them."""
 
     source_dir: str = Field(description="Root of the fineweb-edu snapshot; holds data/<dump>/.")
     output_dir: str = Field(description="Root of the outputs: en/, tokenized/, selection/.")
@@ -58,7 +58,7 @@ def default_memory_limit() -> str:
 DUCKDB_STEP = dict(kinds={"duckdb", "parquet"})
 
 
-class DuckDBSteps(dg.ConfigurableResource):
+class Warehouse(dg.ConfigurableResource):
     """One in-memory DuckDB connection per step, always closed; nothing shared between runs."""
 
     threads: int = Field(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.layout import machine_slots_dir
+from fw_assets.paths import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions

@@ -7,8 +7,8 @@ import dagster as dg
 import duckdb
 import pytest
 
-from fw_assets.layout import bucketed_files, selection_path
-from fw_assets.policy import SEED_POLICY
+from fw_assets.paths import bucketed_files, selection_path
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump, write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized

@@ -4,7 +4,7 @@ a step raises for its outcomes."""
 import dagster as dg
 import pytest
 
-from fw_assets.asset_checks import ContractReport
+from fw_assets.contracts.asset_checks import ContractReport
 from fw_assets.contracts.findings import CheckOutcome
 
 DUMP = "CC-MAIN-2013-20"

@@ -27,8 +27,8 @@ from fw_assets.bucketing.sampled import sampled
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.jobs import dump_chain_job
-from fw_assets.layout import generation_record_path, publication_name
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.paths import generation_record_path, publication_name
+from fw_assets.resources import Warehouse, FineWebStorage
 
 CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
 
@@ -36,7 +36,7 @@ CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
 def resources(source_root: Path, output_root: Path) -> dict:
     return {
         "storage": FineWebStorage(source_dir=str(source_root), output_dir=str(output_root)),
-        "warehouse": DuckDBSteps(threads=2, memory_limit="2GiB"),
+        "warehouse": Warehouse(threads=2, memory_limit="2GiB"),
     }
 
 

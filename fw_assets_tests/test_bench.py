@@ -85,8 +85,8 @@ def test_bench_text_kinds_write_fineweb_shaped_dumps_deterministically(tmp_path,
 
 def test_tokenized_steps_tokenizes_a_published_dump_as_the_step_did(tokenized_sample, capsys):
     from bench.tokenized_steps import main
-    from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-    from fw_assets.layout import token_prefix
+    from fw_assets.formats.indexed_dataset import IndexedDatasetReader
+    from fw_assets.paths import token_prefix
 
     dump = "CC-MAIN-2013-20"
     main(["--output", str(tokenized_sample.output), "--dump", dump, "--workers", "1"])

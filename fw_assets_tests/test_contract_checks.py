@@ -6,11 +6,11 @@ import math
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.contracts import rules
-from fw_assets.contracts.bucketed import check_bucketed
-from fw_assets.contracts.selection import binomial_tolerance, check_selection
-from fw_assets.layout import selection_path
-from fw_assets.policy import SEED_POLICY
+from fw_assets.bucketing import contract_rules as rules
+from fw_assets.bucketing.bucketed_contract import check_bucketed
+from fw_assets.bucketing.sampled_contract import binomial_tolerance, check_selection
+from fw_assets.paths import selection_path
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.contract_cases import DUMP, ROWS, outcome
 

@@ -8,19 +8,19 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.contracts import rules
-from fw_assets.contracts.frames import failure_cases, rule_name
-from fw_assets.contracts.raw import check_raw
-from fw_assets.contracts.schemas import (
+from fw_assets.bucketing import contract_rules as rules
+from fw_assets.bucketing.contract_frames import failure_cases, rule_name
+from fw_assets.bucketing.raw_contract import check_raw
+from fw_assets.bucketing.contract_schemas import (
     RAW_TEXT_SAMPLE_SCHEMA,
     bucketed_schema,
     raw_schema,
     selection_schema,
 )
-from fw_assets.contracts.selection import check_selection
-from fw_assets.lib.manifest import describe
+from fw_assets.bucketing.sampled_contract import check_selection
+from fw_assets.formats.manifest import describe
 from fw_assets.lib.sql import load_sql
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import sample_table
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.contract_cases import DUMP, OTHER_DUMP, ROWS

@@ -17,8 +17,8 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.sampled import sampled
-from fw_assets.layout import bucketed_files, publication_name, selection_path
-from fw_assets.policy import SEED_POLICY
+from fw_assets.paths import bucketed_files, publication_name, selection_path
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import subprocess_env

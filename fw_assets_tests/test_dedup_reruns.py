@@ -10,7 +10,7 @@ import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
 
-from fw_assets.automation.dedup_reruns import stale_dedup
+from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets_tests.conftest import subprocess_env
 
 

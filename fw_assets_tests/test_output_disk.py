@@ -7,7 +7,7 @@ import pytest
 
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.layout import publication_name, staging_root
+from fw_assets.paths import publication_name, staging_root
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.helpers import materialize_dump, mount, published_tree, tmpfs
 

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import selection_path
+from fw_assets.paths import selection_path
 from fw_assets.lib.cores import usable_cores
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.helpers import materialize_dump, published_tree, read_source
 
@@ -87,7 +87,7 @@ def test_every_duckdb_step_records_its_threads_and_the_usable_cores(published):
     _, results = published
     for asset in ("raw", "sampled", "bucketed"):
         meta = results[SAMPLE_DUMPS[0]].asset_materializations_for_node(asset)[0].metadata
-        assert meta["threads"].value == 2, asset  # as the tests' DuckDBSteps(threads=2) says
+        assert meta["threads"].value == 2, asset  # as the tests' Warehouse(threads=2) says
         assert meta["usable_cores"].value == usable_cores(), asset
 
 

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.bucketing.steps import selection_counts, write_selection
+from fw_assets.bucketing.sample_and_bucket import selection_counts, write_selection
 from fw_assets.lib.progress import ProgressReporter
-from fw_assets.policy import SEED_POLICY, SamplingPolicy, ScoreBucket
+from fw_assets.sampling_policy import SEED_POLICY, SamplingPolicy, ScoreBucket
 
 BOUNDARY_SCORES = [2.8, 2.7999999, 3.0, 3.5, 4.0, 5.2, 0.0, 2.9999999, 3.4999999, 3.9999999]
 

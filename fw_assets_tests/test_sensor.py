@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from fw_assets import settings
-from fw_assets.automation.sensors import FINGERPRINT_TAG, new_dumps
+from fw_assets.automation.new_dumps import FINGERPRINT_TAG, new_dumps
 from fw_assets.definitions import defs
 from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage

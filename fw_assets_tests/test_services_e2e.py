@@ -14,12 +14,12 @@ import dagster as dg
 import pytest
 
 from fw_assets import settings
-from fw_assets.automation.sensors import FINGERPRINT_TAG
+from fw_assets.automation.new_dumps import FINGERPRINT_TAG
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
-from fw_assets.layout import bucket_dump_dirs, selection_path
+from fw_assets.paths import bucket_dump_dirs, selection_path
 from fw_assets.partitions import known_dumps
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.dagster_services import (
     REPO_ROOT,

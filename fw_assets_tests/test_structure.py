@@ -14,18 +14,27 @@ import fw_assets
 from fw_assets.definitions import defs
 from fw_assets.lib.sql import sql_dir
 from fw_assets.lib.versions import code_version
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 
 PACKAGE = Path(fw_assets.__file__).parent
 STATEMENTS = {path.stem for path in sql_dir().glob("*.sql")}
 
 # Layers, lowest first: a module imports only from its own layer or below. Stage folders (one per
-# pipeline stage) form the third layer; what is not listed (a new stage folder) is a stage too.
-FOUNDATION = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
-DAGSTER_PLUMBING = ("partitions", "resources", "jobs", "asset_checks", "run_health")
-ENTRY_POINTS = ("automation", "definitions", "demo")
+# pipeline stage) form the stage layer; what is not listed (a new stage folder) is a stage too.
+LAYERS = (
+    ("settings", "sampling_policy", "paths"),  # the project's facts: settings, the policy, every path
+    ("lib",),  # tools with no domain: publishing, slots, disk, SQL loading, code versions, ...
+    ("formats",),  # files one stage writes and another reads
+    ("synthetic",),  # generated FineWeb-Edu-shaped dumps, for the demo, tests and benchmarks
+    ("partitions", "resources", "jobs", "contracts", "run_health"),  # Dagster plumbing
+    (),  # the stages: bucketing, dedup, tokenizing, probe, mixtures
+    ("automation", "definitions", "demo"),  # entry points
+)
+STAGE_LAYER = 5
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
-WITHOUT_DAGSTER = ("settings", "policy", "layout", "lib", "contracts", "synthetic")
+WITHOUT_DAGSTER = ("settings", "sampling_policy", "paths", "lib", "formats", "synthetic")
+# Each stage's work, apart from Dagster so that tests and benchmarks call it directly.
+STAGE_WORK = ("fw_assets.bucketing.sample_and_bucket", "fw_assets.tokenizing.tokenize_buckets", "fw_assets.probe.scoring")
 
 
 def module_name(path: Path) -> str:
@@ -69,13 +78,20 @@ def top(module: str) -> str:
 
 def layer(module: str) -> int:
     part = top(module)
-    if part in ("",) + FOUNDATION:
+    if part == "":
         return 0
-    if part in DAGSTER_PLUMBING:
-        return 1
-    if part in ENTRY_POINTS:
-        return 3
-    return 2
+    return next((rank for rank, tops in enumerate(LAYERS) if part in tops), STAGE_LAYER)
+
+
+def is_plain(module: str) -> bool:
+    """Modules free of Dagster: the plain layers, every stage's work and contract rules (`contract`,
+    `*_contract`, `contract_*`), and the contracts' findings."""
+    name = module.rsplit(".", 1)[-1]
+    return (
+        top(module) in WITHOUT_DAGSTER
+        or name == "contract" or name.endswith("_contract") or name.startswith("contract_")
+        or module in ("fw_assets.contracts.findings", *STAGE_WORK)
+    )
 
 
 def statements_named(module: str) -> set[str]:
@@ -105,14 +121,14 @@ def test_every_asset_lives_in_a_stage_module_named_after_it():
     for name, module in asset_modules().items():
         stage = top(module.__name__)
         assert module.__name__ == f"fw_assets.{stage}.{name}", f"asset {name} is in {module.__name__}"
-        assert layer(module.__name__) == 2
+        assert layer(module.__name__) == STAGE_LAYER
 
 
 def test_every_external_asset_lives_in_a_stage_module_named_after_it():
     specs = [asset for asset in defs.assets if isinstance(asset, dg.AssetSpec)]
     for spec in specs:
         name = spec.key.to_user_string()
-        homes = [m for m in modules() if m.endswith(f".{name}") and layer(m) == 2]
+        homes = [m for m in modules() if m.endswith(f".{name}") and layer(m) == STAGE_LAYER]
         assert [getattr(importlib.import_module(m), name, None) for m in homes] == [spec], name
 
 
@@ -158,12 +174,12 @@ def test_every_statement_is_in_some_assets_code_version():
 
 
 def test_a_changed_statement_or_module_changes_the_code_version(monkeypatch):
-    before = code_version(sql=["select_sample"], modules=["fw_assets.policy"])
+    before = code_version(sql=["select_sample"], modules=["fw_assets.sampling_policy"])
     monkeypatch.setattr("fw_assets.lib.versions.load_sql", lambda name: "SELECT 1")
-    assert code_version(sql=["select_sample"], modules=["fw_assets.policy"]) != before
+    assert code_version(sql=["select_sample"], modules=["fw_assets.sampling_policy"]) != before
     monkeypatch.undo()
     monkeypatch.setattr("fw_assets.lib.versions.module_source", lambda name: b"")
-    assert code_version(sql=["select_sample"], modules=["fw_assets.policy"]) != before
+    assert code_version(sql=["select_sample"], modules=["fw_assets.sampling_policy"]) != before
 
 
 def test_the_import_graph_has_no_cycles():
@@ -195,9 +211,9 @@ def test_stages_import_another_stage_only_for_an_upstream_asset():
     crossing = [
         f"{module} imports {imported}"
         for module in modules()
-        if layer(module) == 2
+        if layer(module) == STAGE_LAYER
         for imported in internal_imports(module)
-        if layer(imported) == 2 and top(imported) != top(module)
+        if layer(imported) == STAGE_LAYER and top(imported) != top(module)
         and imported.rsplit(".", 1)[-1] not in deps.get(module, set())
     ]
     assert not crossing
@@ -216,7 +232,7 @@ def test_an_asset_module_is_imported_only_for_its_asset():
     asset_names = {module.__name__: name for name, module in asset_modules().items()}
     asset_names |= {
         m: m.rsplit(".", 1)[-1] for m in modules() for spec in defs.assets
-        if isinstance(spec, dg.AssetSpec) and m.endswith("." + spec.key.to_user_string()) and layer(m) == 2
+        if isinstance(spec, dg.AssetSpec) and m.endswith("." + spec.key.to_user_string()) and layer(m) == STAGE_LAYER
     }
     borrowed = []
     for module in modules():
@@ -233,7 +249,7 @@ def test_plain_modules_do_not_import_dagster():
     with_dagster = [
         module
         for module in modules()
-        if (top(module) in WITHOUT_DAGSTER or module.endswith(".steps"))
+        if is_plain(module)
         and any(name == "dagster" or name.startswith("dagster.") for name in imports(module))
     ]
     assert not with_dagster
@@ -276,3 +292,16 @@ def test_loading_the_definitions_imports_no_step_only_library():
                 libraries.add(name.split(".")[0])
     assert "fw_assets.bucketing.raw" in loaded and "fw_assets.tokenizing.tokenized" in loaded
     assert sorted(libraries & set(STEP_ONLY_LIBRARIES)) == []
+
+
+# File names every stage may have, each meaning the same thing everywhere: a package, its command,
+# its contract rules, its `explain` command, its partitions definition, its Dagster resources.
+ROLE_FILES = ("__init__", "__main__", "contract", "explain", "partitions", "resources")
+
+
+def test_no_two_modules_share_a_name_but_role_files():
+    by_name: dict[str, list[str]] = {}
+    for module, path in modules().items():
+        by_name.setdefault(path.stem, []).append(module)
+    shared = {name: found for name, found in by_name.items() if len(found) > 1 and name not in ROLE_FILES}
+    assert not shared

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import planted_truth_path
+from fw_assets.paths import planted_truth_path
 from fw_assets.synthetic import (
     SCHEMA,
     sample_scores,

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from fw_assets.lib.doc_index import DocumentIndexWriter
-from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
-from fw_assets.layout import token_prefix
+from fw_assets.formats.doc_index import DocumentIndexWriter
+from fw_assets.formats.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
+from fw_assets.paths import token_prefix
 
 
 def document_lengths(rng: np.random.Generator, documents: int, median: float) -> np.ndarray:

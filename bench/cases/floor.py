@@ -16,7 +16,7 @@ from pathlib import Path
 from bench.cases import report
 from bench.cases.fw_sql import dump_inputs
 from fw_assets.lib.sql import load_sql
-from fw_assets.resources import DuckDBSteps
+from fw_assets.resources import Warehouse
 
 # The fastest way DuckDB writes rows: every thread its own file.
 FLOOR_SQL = """
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
 
     files = dump_inputs(args.source, args.dumps, "all")["all"]
     args.out.mkdir(parents=True, exist_ok=True)
-    with DuckDBSteps().connect(args.out / ".spill") as con:
+    with Warehouse().connect(args.out / ".spill") as con:
         parameters = {"files": files, "threshold": args.threshold, "out": str(args.out / "floor")}
         if args.partitions:
             sql = PARTITIONED_FLOOR_SQL

@@ -4,7 +4,7 @@
         [--as NAME] [--memory-limit 6GiB|none]
 
 `--as NAME` reads every given dump's files as one dump called NAME (the memory case's 4N dump).
-Connections come from `DuckDBSteps` with its defaults, as the assets get them.
+Connections come from `Warehouse` with its defaults, as the assets get them.
 """
 
 import argparse
@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from bench.cases import report
-from fw_assets.bucketing.steps import write_buckets, write_selection
-from fw_assets.layout import selection_path, source_dump_dir
-from fw_assets.lib.manifest import source_files
+from fw_assets.bucketing.sample_and_bucket import write_buckets, write_selection
+from fw_assets.paths import selection_path, source_dump_dir
+from fw_assets.formats.manifest import source_files
 from fw_assets.lib.progress import ProgressReporter
-from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBSteps
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.resources import Warehouse
 
 
 def dump_inputs(source: Path, dumps: list[str], merged_name: str | None) -> dict[str, list[str]]:
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-limit", default="", help="empty: the resource's default")
     args = parser.parse_args(argv)
 
-    resource = DuckDBSteps(memory_limit=args.memory_limit)
+    resource = Warehouse(memory_limit=args.memory_limit)
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
     for dump, files in dump_inputs(args.source, args.dumps, args.merged_name).items():
         selection = selection_path(args.out, dump)

@@ -2,7 +2,7 @@
 stale as soon as its recipe is edited, a dump it reads is re-tokenized, or losses it reweights by
 are re-scored, without anyone pressing "Observe sources".
 
-It launches no run: each tick computes every recipe's inputs version (fw_assets.mixtures.recipe_inputs)
+It launches no run: each tick computes every recipe's inputs version (fw_assets.mixtures.recipe_version)
 and records an observation, without a run, only for the recipes whose version differs from their
 latest observation. `megatron_indexes` and `packed` refuse a stale plan whether observed or not.
 """
@@ -13,7 +13,7 @@ from fw_assets.automation.observations import latest_observations
 from fw_assets.lib.versions import DATA_VERSION_TAG
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.partitions import current_recipe_files
-from fw_assets.mixtures.recipe_inputs import inputs_version
+from fw_assets.mixtures.recipe_version import inputs_version
 from fw_assets.resources import FineWebStorage
 
 

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import BUCKETED_CHECK_SPECS
 from fw_assets.bucketing.inputs import read_dump_source
 from fw_assets.bucketing.sampled import sampled
-from fw_assets.bucketing.steps import STEPS_SQL, bucket_stats, write_buckets
-from fw_assets.asset_checks import ContractReport, Events
-from fw_assets.contracts import bucketed as bucketed_contract
-from fw_assets.contracts.bucketed import check_bucketed, scanning_sources
-from fw_assets.layout import (
+from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, bucket_stats, write_buckets
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.bucketing.bucketed_contract import BUCKETED_CHECKS
+from fw_assets.bucketing import bucketed_contract
+from fw_assets.bucketing.bucketed_contract import check_bucketed, scanning_sources
+from fw_assets.paths import (
     bucket_dump_dirs,
     publication_name,
     selection_path,
@@ -24,17 +24,20 @@ from fw_assets.lib.progress import ProgressReporter, Stopwatch
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 SQL = (*STEPS_SQL, *bucketed_contract.CONTRACT_SQL)
-MODULES = ("fw_assets.bucketing.steps", *bucketed_contract.CONTRACT_MODULES)
+MODULES = ("fw_assets.bucketing.sample_and_bucket", *bucketed_contract.CONTRACT_MODULES)
 
 
 # The kept rows' id, text and score, zstd, never exceed the source files holding them.
 BUCKETED_SPACE = "at most the dump's source size"
+
+
+BUCKETED_CHECK_SPECS = check_specs("bucketed", BUCKETED_CHECKS)
 
 
 @dg.asset(
@@ -47,7 +50,7 @@ BUCKETED_SPACE = "at most the dump's source size"
     "only when they meet the bucketed contract.",
 )
 def bucketed(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse
 ) -> Events:
     source = read_dump_source(context.partition_key, storage.source_root)
     root, log = storage.output_root, context.log.info

@@ -2,30 +2,33 @@
 
 import dagster as dg
 
-from fw_assets.bucketing.checks import RAW_CHECK_SPECS
-from fw_assets.asset_checks import ContractReport, Events
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.bucketing.raw_contract import RAW_CHECKS
 from fw_assets.bucketing.inputs import find_dump_source
-from fw_assets.contracts import raw as raw_contract
-from fw_assets.contracts.raw import check_raw
-from fw_assets.layout import source_dump_dir, spill_dir
+from fw_assets.bucketing import raw_contract
+from fw_assets.bucketing.raw_contract import check_raw
+from fw_assets.paths import source_dump_dir, spill_dir
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.manifest import as_records
+from fw_assets.formats.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import Stopwatch
 from fw_assets.lib.publish import recover_dump
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.resources import Warehouse, FineWebStorage
 from fw_assets.run_health import writing_step
 
 # Everything that decides this asset's record, hashed into its code version.
 SQL = ("score_histogram", *raw_contract.CONTRACT_SQL)
-MODULES = ("fw_assets.bucketing.inputs", "fw_assets.lib.manifest", *raw_contract.CONTRACT_MODULES)
+MODULES = ("fw_assets.bucketing.inputs", "fw_assets.formats.manifest", *raw_contract.CONTRACT_MODULES)
 
 
 # raw publishes nothing; it writes only DuckDB's spill files, when its memory runs short.
 SPILL_ONLY = SpaceNeed(0, "raw writes only DuckDB's spill files, when memory runs short")
+
+
+RAW_CHECK_SPECS = check_specs("raw", RAW_CHECKS)
 
 
 @dg.asset(
@@ -37,7 +40,7 @@ SPILL_ONLY = SpaceNeed(0, "raw writes only DuckDB's spill files, when memory run
     "a manifest of files, rows, bytes and schema, and a score histogram; recorded only when "
     "the files pass the raw contract.",
 )
-def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps) -> Events:
+def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse) -> Events:
     dump = context.partition_key
     with writing_step(context, storage.output_root, SPILL_ONLY):
         recover_dump(storage.output_root, dump, context.log.info)
@@ -45,7 +48,7 @@ def raw(context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: D
 
 
 def _check_source(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps, dump: str
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse, dump: str
 ) -> Events:
     source, problems = find_dump_source(dump, source_dump_dir(storage.source_root, dump))
     if source.ignored:

@@ -1,10 +1,8 @@
-"""Data contracts of the bucketing chain: what raw input, the sampled selection and the bucketed
-output must satisfy before anything is published, and what a user is told when they do not.
+"""Every stage's data contract becomes Dagster asset checks here, one way for all of them.
 
-`rules` names every row rule once; `schemas` states them as pandera schemas, `sql/contract_*.sql`
-counts them at scale, and `tallies` turns those counts into violations. `raw`, `selection` and
-`bucketed` enforce a stage's contract on a whole dump (footers, DuckDB aggregates over every row,
-samples for deeper text checks) and return one `CheckOutcome` per asset check; each declares the
-statements and modules it runs (`CONTRACT_SQL`, `CONTRACT_MODULES`) for the code versions of the
-assets applying it. Nothing here depends on Dagster.
+A stage's rules live in its own `contract` module (the bucketing stage's in `*_contract`), plain
+code that returns one `CheckOutcome` per asset check (`findings`: what a contract found, naming
+dump, file, column, rows and examples). `asset_checks` turns those outcomes into per-dump (or
+per-recipe) check results attached to the asset's materialization, or a refusal that publishes
+nothing; each asset declares its check specs beside itself with `asset_checks.check_specs`.
 """

@@ -13,16 +13,16 @@ Dagster glue:
 - band_key_lineage.py: what minhash, deduplicated and the stale_dedup sensor share about
   band_key_index (its observation, whose data version is a dump's content version; the metadata
   key of the versions a decision was decided against; the partition mapping to later dumps).
-- checks.py: the asset checks of `deduplicated`.
 
 Plain modules, no Dagster (the assets wrap them):
-- policy.py: the MinHash-LSH parameters and decision settings of record.
+- minhash_policy.py: the MinHash-LSH parameters and decision settings of record.
 - shingling/: text to word n-gram shingle hashes (entry point: `shingles`).
 - signing.py: MinHash signatures, LSH band keys, similarity estimates.
 - signature_files.py: the minhash files (parquet, signatures and sorted keys beside it) and their
   content version.
 - sorted_keys.py: a dump's band keys sorted by key, and the matching of two dumps' keys.
 - row_groups.py: files written in fixed row groups, so their bytes depend on the rows alone.
+- checked_arrow.py: Arrow files whose columns carry a digest, checked whenever they are read.
 - decide.py: a dump's decisions from its minhash files and the earlier dumps'.
 - contract.py: the decisions' contract (reconciliation, drop share) and the UI's tables of them.
 - explain.py and __main__.py: `python -m fw_assets.dedup explain ID`, why a document was kept or

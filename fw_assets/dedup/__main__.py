@@ -10,7 +10,7 @@ import duckdb
 
 from fw_assets import settings
 from fw_assets.dedup.explain import explain
-from fw_assets.layout import minhash_path, published_decisions
+from fw_assets.paths import minhash_path, published_decisions
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """The decisions' contract and what the UI shows of it, apart from Dagster: plain code, wrapped
-as the asset checks of `deduplicated` by fw_assets.dedup.checks.
+as the asset checks of `deduplicated` (its check specs are beside the asset).
 
 `reconciliation` (blocking): exactly one decision per bucketed id; every `duplicate_of` is a
 document of the dump it names (this dump's minhash file or an earlier one's) and, within the
@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.signature_files import rows_with_ids
 from fw_assets.lib.markdown import table
 from fw_assets.lib.sql import load_sql

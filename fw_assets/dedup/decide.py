@@ -26,13 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.dedup.policy import MinhashPolicy, Scope
+from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signature_files import MinhashFileError, check_minhash_file, read_signatures
 from fw_assets.dedup.signing import estimated_jaccard
 from fw_assets.dedup.sorted_keys import KeyIndex, key_arrays, key_index, matching_rows
-from fw_assets.layout import sorted_keys_path
-from fw_assets.lib.checked_arrow import read_checked_arrow
+from fw_assets.paths import sorted_keys_path
+from fw_assets.dedup.checked_arrow import read_checked_arrow
 from fw_assets.lib.compiled import pack_pairs, unpack_pairs
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql

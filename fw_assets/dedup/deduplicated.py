@@ -18,10 +18,10 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from fw_assets.asset_checks import ContractReport, Events
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.dedup.contract import DEDUP_CHECKS
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, later_dumps
-from fw_assets.dedup.checks import DEDUPLICATED_CHECK_SPECS
 from fw_assets.dedup.contract import (
     CONTRACT_SQL,
     bucket_drops,
@@ -31,9 +31,9 @@ from fw_assets.dedup.contract import (
 )
 from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
-from fw_assets.dedup.policy import MINHASH_POLICY, Scope
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY, Scope
 from fw_assets.dedup.signature_files import MinhashFileError, content_version
-from fw_assets.layout import (
+from fw_assets.paths import (
     dedup_path,
     generation_record_path,
     minhash_files,
@@ -47,14 +47,14 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP, dump_partitions
-from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 SQL = ("dedup_decisions", "dedup_sorted_keys", *CONTRACT_SQL)
 MODULES = tuple(
     f"fw_assets.dedup.{name}"
-    for name in ("decide", "contract", "sorted_keys", "signature_files", "signing", "row_groups", "policy")
-) + ("fw_assets.lib.checked_arrow", "fw_assets.lib.compiled")
+    for name in ("decide", "contract", "sorted_keys", "signature_files", "signing", "row_groups", "minhash_policy")
+) + ("fw_assets.dedup.checked_arrow", "fw_assets.lib.compiled")
 # The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
 FINGERPRINT = MINHASH_POLICY.fingerprint()
 # Every earlier dump's band keys, through the external band_key_index, not through minhash: a
@@ -69,6 +69,9 @@ EARLIER_BAND_KEYS = (
 BYTES_PER_DECISION = 100
 
 
+DEDUPLICATED_CHECK_SPECS = check_specs("deduplicated", DEDUP_CHECKS)
+
+
 @dg.asset(
     **PER_DUMP,
     deps=[minhash, *EARLIER_BAND_KEYS],
@@ -80,7 +83,7 @@ BYTES_PER_DECISION = 100
     "near-duplicate cluster keeps its best-scoring document. Scope: $FW_DEDUP_SCOPE.",
 )
 def deduplicated(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse
 ) -> Events:
     dump, root, log = context.partition_key, storage.output_root, context.log.info
     started, cpu_started = time.monotonic(), time.process_time()

@@ -8,9 +8,9 @@ import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.band_key_lineage import published as band_key_index_published
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.signature_files import BucketedFileError, content_version, write_minhash_file
-from fw_assets.layout import (
+from fw_assets.paths import (
     generation_record_path,
     minhash_files,
     minhash_path,
@@ -22,7 +22,7 @@ from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.resources import DUCKDB_STEP, DuckDBSteps, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 # What decides the file's bytes; the policy's signature fingerprint (n-gram, bands, rows, seed,
@@ -32,9 +32,9 @@ MODULES = tuple(
     f"fw_assets.dedup.{name}"
     for name in (
         "signature_files", "content_versions", "shingling.fused", "shingling.kernel", "shingling.code_points",
-        "shingling.definition", "signing", "sorted_keys", "row_groups", "policy",
+        "shingling.definition", "signing", "sorted_keys", "row_groups", "minhash_policy",
     )
-) + ("fw_assets.lib.checked_arrow", "fw_assets.lib.compiled")
+) + ("fw_assets.dedup.checked_arrow", "fw_assets.lib.compiled")
 FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
 # A signed document takes ~650 bytes: its id, 16 band keys twice (per document and sorted), a
 # 224-byte signature and its text's first 80 characters (585 measured on generated texts).
@@ -52,7 +52,7 @@ BYTES_PER_DOCUMENT = 650
     "(the band keys sorted by key).",
 )
 def minhash(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse
 ) -> dg.MaterializeResult:
     dump, root, log = context.partition_key, storage.output_root, context.log.info
     started = time.monotonic()

@@ -7,7 +7,7 @@ a document with fewer words than the n-gram) and `text_start` (the text's first 
 shown beside the decisions' example pairs without decoding any dump's texts again).
 
 Beside it, for the dumps decided later, two checksummed Arrow files read in place
-(fw_assets.lib.checked_arrow): `<dump>.signatures.arrow`, the `id` and `signature` of the same
+(fw_assets.dedup.checked_arrow): `<dump>.signatures.arrow`, the `id` and `signature` of the same
 rows (the low bits of every hash, for verifying candidates: 224 bytes a document at 112 x 16
 bits, against 896 for the full 64-bit hashes), of which a later dump reads only the rows sharing
 a key; and `<dump>.keys.arrow`, the band keys sorted by key (fw_assets.dedup.sorted_keys).
@@ -34,13 +34,13 @@ import pyarrow.parquet as pq
 import duckdb
 
 from fw_assets.dedup.content_versions import ContentVersion
-from fw_assets.dedup.policy import MinhashPolicy
+from fw_assets.dedup.minhash_policy import MinhashPolicy
 from fw_assets.dedup.row_groups import in_row_groups, parquet_writer
 from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
-from fw_assets.layout import signatures_path, sorted_keys_path
-from fw_assets.lib.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
+from fw_assets.paths import signatures_path, sorted_keys_path
+from fw_assets.dedup.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.parquet_damage import footer_damaged, row_group_damaged
 

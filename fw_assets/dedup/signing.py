@@ -10,7 +10,7 @@ k-permutation MinHash at the speed of the shingling (bench/minhash_candidates.py
 
 import numpy as np
 
-from fw_assets.dedup.policy import MinhashPolicy
+from fw_assets.dedup.minhash_policy import MinhashPolicy
 from fw_assets.dedup.shingling import Shingles, fmix64
 from fw_assets.lib.compiled import compiled_lazily
 

@@ -1,1 +1,3 @@
-"""Helpers with no Dagster definitions in them: SQL loading, publishing, progress, manifests."""
+"""Tools with no domain and no Dagster: publishing by rename, per-machine slots, disk space, SQL
+loading, code versions, progress, write-behind files, compiled loops. What one stage writes and
+another reads is in fw_assets.formats."""

@@ -1,7 +1,7 @@
 """Publish by rename, all or nothing: one publication of an output of one dump (e.g. `bucketed` of
 CC-MAIN-2013-20, every bucket folder of it) replaces the previous one whole, or not at all.
 
-Outputs are written under `<output_root>/.staging/<name>.<id>/` (fw_assets.layout), on the same
+Outputs are written under `<output_root>/.staging/<name>.<id>/` (fw_assets.paths), on the same
 filesystem as the published paths, so publishing is a series of renames. Before the first rename
 a journal lists them; each old target is moved aside into the staging folder, not deleted. If a
 rename fails, the ones already done are undone before the error is raised. If the publishing
@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fw_assets.layout import generation_record_path, publish_locks_dir, staging_root
+from fw_assets.paths import generation_record_path, publish_locks_dir, staging_root
 
 JOURNAL = "PUBLISH.json"
 RECORD_STAGED = "generation.json"

@@ -13,7 +13,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from fw_assets.lib.sql import load_sql
-from fw_assets.policy import SamplingPolicy
+from fw_assets.sampling_policy import SamplingPolicy
 
 # The tag that makes an asset observation's value its data version (what the UI compares with the
 # versions a run consumed); `dagster` does not export it.
@@ -28,7 +28,7 @@ def code_version(
     fingerprint: str = "",
 ) -> str:
     """`<fingerprint>-<hash>` (or `<hash>` without one) over the named `sql/*.sql` statements and
-    the source of the named modules (`fw_assets.tokenizing.steps`); the fingerprint is the
+    the source of the named modules (`fw_assets.tokenizing.tokenize_buckets`); the fingerprint is the
     policy's, or one given (the dedup assets': their MinHash policy's)."""
     digest = hashlib.sha256()
     for name in sorted(set(sql)):

@@ -13,8 +13,10 @@ Plain modules, no Dagster:
   documents in the cache), used by `explain`, `packing`, the assets and the demo;
 - `contract`: the per-recipe contract (plan, curriculum, built blends); `report`: report.md,
   shares.png, blend.md and the metadata tables;
+- `reweighting`: the capped loss-based reweighting rule; `reweighted`: reweighted sources' views;
 - `explain`: the documents of one training sample; `packing`: samples as parquet rows.
 Dagster: `partitions` (one partition per recipe), `tokenized_inputs` (the token files the assets
-read), `checks` (the assets' check specs), and one module per asset: `mixture_plan`,
+read), `recipe_version` (the version of what a plan is made from), and one module per asset (each
+with its check specs): `mixture_plan`,
 `megatron_indexes` and `packed` (only with `export: packed`); `__main__` is the `explain` command.
 """

@@ -7,7 +7,7 @@ import json
 import sys
 
 from fw_assets import settings
-from fw_assets.layout import mixture_cache_dir, publication_name
+from fw_assets.paths import mixture_cache_dir, publication_name
 from fw_assets.lib.publish import published_generation
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.utils import SPLITS

@@ -1,7 +1,7 @@
 """The mixture contract, checked per recipe: the plan's token files, sample counts and epochs, and
 what a curriculum reads per source and stage (mixture_plan), and the built blends' error
 (megatron_indexes). Plain code, no Dagster; the assets report it through
-fw_assets.asset_checks.ContractReport, with the specs of `fw_assets.mixtures.checks`.
+fw_assets.contracts.asset_checks.ContractReport, with the specs of `fw_assets.mixtures.checks`.
 """
 
 from collections import defaultdict
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
-from fw_assets.layout import token_files, token_prefix
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader, optimal_token_dtype
+from fw_assets.paths import token_files, token_prefix
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader, optimal_token_dtype
 from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.megatron.utils import SPLITS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import BlendSamples
 

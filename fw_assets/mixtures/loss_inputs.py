@@ -11,8 +11,8 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 
-from fw_assets.layout import generation_record_path, publication_name
-from fw_assets.lib.probe_losses import published_losses
+from fw_assets.paths import generation_record_path, publication_name
+from fw_assets.formats.probe_losses import published_losses
 from fw_assets.lib.publish import Log, PublishedOutputChanged, published_generation
 
 # A reweighted source reads the losses of every dump it draws on: each recipe depends on

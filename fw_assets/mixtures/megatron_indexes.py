@@ -5,14 +5,15 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.asset_checks import ContractReport, Events
-from fw_assets.layout import blend_report_path, mixture_cache_dir, publication_name
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.mixtures.contract import INDEX_CHECKS
+from fw_assets.mixtures.partitions import recipe_partitions
+from fw_assets.paths import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
-from fw_assets.mixtures.checks import MEGATRON_INDEXES_CHECK_SPECS
 from fw_assets.mixtures.contract import blend_errors, check_blend_error
 from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
@@ -29,12 +30,15 @@ SQL = ()
 MODULES = (
     *(f"fw_assets.mixtures.{name}" for name in ("plan", "published", "contract", "report")),
     *megatron.MODULES,
-    "fw_assets.lib.indexed_dataset",
+    "fw_assets.formats.indexed_dataset",
 )
 
 
 class MegatronIndexesConfig(dg.Config):
     workers: int = 0  # processes building the prefixes' indexes; 0 = one per usable core
+
+
+MEGATRON_INDEXES_CHECK_SPECS = check_specs("megatron_indexes", INDEX_CHECKS, recipe_partitions)
 
 
 @dg.asset(

@@ -9,7 +9,7 @@ until it is planned again.
 import dagster as dg
 
 from fw_assets.mixtures.partitions import PER_RECIPE, current_recipe_files
-from fw_assets.mixtures.recipe_inputs import inputs_version
+from fw_assets.mixtures.recipe_version import inputs_version
 from fw_assets.resources import FineWebStorage
 
 

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.asset_checks import ContractReport, Events
-from fw_assets.layout import (
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.mixtures.contract import CURRICULUM_CHECKS, PLAN_CHECKS, REWEIGHT_CHECKS
+from fw_assets.mixtures.partitions import recipe_partitions
+from fw_assets.paths import (
     data_args_path,
     generation_record_path,
     loss_picture_path,
@@ -26,7 +28,6 @@ from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.publish import staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
-from fw_assets.mixtures.checks import MIXTURE_PLAN_CHECK_SPECS
 from fw_assets.mixtures.contract import (
     check_epochs,
     check_sample_counts,
@@ -61,9 +62,9 @@ from fw_assets.run_health import writing_step
 SQL = ()
 MODULES = (
     *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "contract", "report", "views", "reweighted")),
-    "fw_assets.lib.reweighting",
+    "fw_assets.mixtures.reweighting",
     *megatron.MODULES,
-    "fw_assets.lib.indexed_dataset",
+    "fw_assets.formats.indexed_dataset",
 )
 
 
@@ -73,6 +74,9 @@ PLAN_SPACE = SpaceNeed(2**20, "a few hundred kB of plan, data-args, report and p
 
 class MixturePlanConfig(dg.Config):
     max_epochs: float = DEFAULT_EPOCH_WARNING  # the `epochs` check warns above this many passes
+
+
+MIXTURE_PLAN_CHECK_SPECS = check_specs("mixture_plan", PLAN_CHECKS + CURRICULUM_CHECKS + REWEIGHT_CHECKS, recipe_partitions)
 
 
 @dg.asset(

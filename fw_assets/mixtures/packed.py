@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.layout import mixture_cache_dir, packed_root, publication_name
+from fw_assets.paths import mixture_cache_dir, packed_root, publication_name
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, published_generation, staged_publication
@@ -25,7 +25,7 @@ SQL = ()
 MODULES = (
     *(f"fw_assets.mixtures.{name}" for name in ("plan", "published", "packing")),
     *megatron.MODULES,
-    "fw_assets.lib.indexed_dataset",
+    "fw_assets.formats.indexed_dataset",
 )
 
 

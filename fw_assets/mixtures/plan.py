@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets import layout, settings
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets import paths, settings
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_dataset import MAX_DATASETS
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import (
     DATASET_SURPLUS,
@@ -133,7 +133,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     sample_counts = _train_samples(recipe)
     valid_test = _eval_samples(recipe, sum(sample_counts))
     transitions = _phase_transitions(recipe, sample_counts)
-    cache_dir = str(layout.mixture_cache_dir(data_root, recipe.name))
+    cache_dir = str(paths.mixture_cache_dir(data_root, recipe.name))
     stages, views = [], []
     pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
     reweighted = reweight_sources(recipe, files, read_losses)
@@ -162,7 +162,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
             limits.check(phase, stage, members, train_samples + sum(valid_test))
             views += selections
         _check_splits_have_documents(recipe, members, cache)
-        data_args = str(layout.data_args_path(data_root, recipe.name, stage.name))
+        data_args = str(paths.data_args_path(data_root, recipe.name, stage.name))
         args = _megatron_args(recipe, phase, sum(sample_counts), transitions, data_args, cache_dir)
         stages.append(StagePlan(phase.name, stage.name, stage.tokens, phase.seq_length,
                                 stage.temperature, shares, members, (train_samples, *valid_test),
@@ -185,8 +185,8 @@ def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage:
             except ValueError as error:
                 raise RecipeError(recipe.path, "megatron.split", f"{file.path}: {error}") from error
             lengths = IndexedDatasetReader(Path(file.path)).sequence_lengths
-            prefix = str(layout.view_prefix(data_root, recipe.name, stage.name, file.bucket, file.dump))
-            path = str(layout.view_prefix(output_root, recipe.name, stage.name, file.bucket, file.dump))
+            prefix = str(paths.view_prefix(data_root, recipe.name, stage.name, file.bucket, file.dump))
+            path = str(paths.view_prefix(output_root, recipe.name, stage.name, file.bucket, file.dump))
             view = TokenFile(file.source, file.bucket, file.dump, path, prefix,
                              len(documents), int(lengths[documents].sum(dtype=np.int64)))
             listed = np.unique(documents[:train])
@@ -232,7 +232,7 @@ def _stage_views(recipe: Recipe, output_root: Path, data_root: Path, pools: Docu
     selections = []
     for member, samples in zip(members, built):
         file = member.file
-        path, prefix = (layout.view_prefix(root, recipe.name, stage.name, file.bucket, file.dump)
+        path, prefix = (paths.view_prefix(root, recipe.name, stage.name, file.bucket, file.dump)
                         for root in (output_root, data_root))
         view = TokenFile(file.source, file.bucket, file.dump, str(path), str(prefix), 0, 0)
         try:
@@ -280,9 +280,9 @@ def _check_disjoint(recipe: Recipe, present: dict[str, list[tuple[str, str]]]) -
 
 
 def _token_file(recipe: Recipe, source: str, output_root: Path, data_root: Path, bucket: str, dump: str) -> TokenFile:
-    path = layout.token_prefix(output_root, recipe.tokenizer, bucket, dump)
+    path = paths.token_prefix(output_root, recipe.tokenizer, bucket, dump)
     reader = IndexedDatasetReader(path)
-    prefix = str(layout.token_prefix(data_root, recipe.tokenizer, bucket, dump))
+    prefix = str(paths.token_prefix(data_root, recipe.tokenizer, bucket, dump))
     return TokenFile(source, bucket, dump, str(path), prefix, reader.document_count, reader.token_count)
 
 
@@ -302,7 +302,7 @@ def _matching_dumps(recipe: Recipe, source: Source, dumps: list[str]) -> list[st
 def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str, dump: str) -> bool:
     """True when the dump is tokenized but this bucket had no documents (it then has no files);
     a dump never tokenized, or a file missing from a set, is an error."""
-    files = layout.token_files(layout.token_prefix(output_root, recipe.tokenizer, bucket, dump))
+    files = paths.token_files(paths.token_prefix(output_root, recipe.tokenizer, bucket, dump))
     present = [file.exists() for file in files]
     if all(present):
         return False
@@ -310,7 +310,7 @@ def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str
     if any(present):
         missing = [str(f) for f, here in zip(files, present) if not here]
         raise RecipeError(recipe.path, key, f"incomplete tokenized files, missing {missing}")
-    root = layout.tokenizer_dir(output_root, recipe.tokenizer)
+    root = paths.tokenizer_dir(output_root, recipe.tokenizer)
     if not any(root.glob(f"*/{dump}.idx")):
         raise RecipeError(recipe.path, key,
                           f"missing tokenized files: dump {dump} has none under {root} (materialize `tokenized` for it)")

@@ -7,8 +7,8 @@ import json
 from functools import cache
 from pathlib import Path
 
-from fw_assets.layout import plan_path
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.paths import plan_path
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import SplitCache, stage_caches
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import parse_split
-from fw_assets.policy import SEED_POLICY
+from fw_assets.sampling_policy import SEED_POLICY
 
 # Megatron-Core 0.16's `unique_identifiers` of `--tokenizer-type NullTokenizer --vocab-size N`
 NULL_TOKENIZER_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"
@@ -52,7 +52,7 @@ DEFAULT_PROBE = "builtin"  # fw_assets.probe.probes.BUILTIN: the probe that need
 @dataclass(frozen=True)
 class Reweight:
     """`reweight:` of a source: its documents repeated by their probe loss (seed 003 §11.6), by the
-    rule of fw_assets.lib.reweighting, in the buckets given (default: all the source's)."""
+    rule of fw_assets.mixtures.reweighting, in the buckets given (default: all the source's)."""
 
     max_multiplier: float
     drop_top_share: float

@@ -1,5 +1,5 @@
 """Sources with `reweight:` (seed 003 §11.6): each document of the source's reweighted buckets is
-listed in a stage's view as many times as its probe loss says (fw_assets.lib.reweighting: the
+listed in a stage's view as many times as its probe loss says (fw_assets.mixtures.reweighting: the
 top `drop_top_share` dropped, the others repeated up to `max_multiplier` times), so that Megatron
 reads the reweighting as data and `explain` names every repetition.
 
@@ -19,13 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.layout import bucket_dump_dir
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.paths import bucket_dump_dir
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
-from fw_assets.lib.reweighting import Reweighting, aligned_losses, reweight
+from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, reweight
 
 # (probe, dump) -> that probe's published losses of the dump (columns id and loss at least); a
 # probe with no losses of the dump, or damaged files, raise a ValueError saying so

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.layout import generation_record_path, publication_name
+from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.lib.publish import Log, published_generation
 from fw_assets.partitions import dump_partitions
 

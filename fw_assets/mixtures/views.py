@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from fw_assets import layout
-from fw_assets.lib.doc_index import DocumentIndexWriter, read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader, write_view_index
+from fw_assets import paths
+from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader, write_view_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.gpt_dataset import EXTRA_TOKEN
 from fw_assets.mixtures.megatron.utils import SPLITS
@@ -185,12 +185,12 @@ def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Pat
     prefix.parent.mkdir(parents=True, exist_ok=True)
     original = Path(selection.file.path)
     reader = IndexedDatasetReader(original)
-    _pin(layout.bin_path(original), layout.bin_path(prefix))
+    _pin(paths.bin_path(original), paths.bin_path(prefix))
     write_view_index(prefix, reader, selection.documents)
     ids = read_document_index(original)["id"].combine_chunks().take(pa.array(selection.documents))
     with DocumentIndexWriter(prefix) as docs:
         docs.add(ids, reader.sequence_lengths[selection.documents])
-    return layout.token_files(prefix)
+    return paths.token_files(prefix)
 
 
 def _pin(tokens: Path, view_tokens: Path) -> None:

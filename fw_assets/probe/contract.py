@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.formats.doc_index import read_document_index
 
 PROBE_COVERAGE = ContractCheck(
     "coverage",

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.asset_checks import ContractReport, Events
-from fw_assets.layout import (
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.probe.contract import PROBE_CHECKS
+from fw_assets.paths import (
     generation_record_path,
     probe_dir,
     probe_loss_path,
@@ -25,12 +26,11 @@ from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import dump_partitions
-from fw_assets.policy import SEED_POLICY
-from fw_assets.probe.checks import PROBE_LOSS_CHECK_SPECS
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.probe.probes import ProbeSpec
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.probe.contract import check_probe
-from fw_assets.probe.steps import (
+from fw_assets.probe.scoring import (
     STEPS_SQL,
     BucketDocuments,
     BucketLosses,
@@ -38,13 +38,13 @@ from fw_assets.probe.steps import (
     score_with_model,
     tiktoken_byte_lengths,
 )
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.resources import Warehouse, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
 from fw_assets.tokenizing.tokenized import tokenized
 
 SQL = STEPS_SQL
-MODULES = (*(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "steps", "causal_lm", "contract")),
-           "fw_assets.lib.probe_losses")
+MODULES = (*(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "scoring", "causal_lm", "contract")),
+           "fw_assets.formats.probe_losses")
 
 
 def _configured_fingerprint() -> str:
@@ -60,6 +60,9 @@ FINGERPRINT = _configured_fingerprint()
 SPACE = SpaceNeed(0, "under 100 bytes per document")
 
 
+PROBE_LOSS_CHECK_SPECS = check_specs("probe_loss", PROBE_CHECKS)
+
+
 @dg.asset(
     partitions_def=dump_partitions,
     group_name="probe",
@@ -73,7 +76,7 @@ SPACE = SpaceNeed(0, "under 100 bytes per document")
     "(FW_PROBE_MODEL_DIR).",
 )
 def probe_loss(
-    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: DuckDBSteps, probe: ProbeResource
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse, probe: ProbeResource
 ) -> Events:
     dump, root, log = context.partition_key, storage.output_root, context.log.info
     try:
@@ -124,7 +127,7 @@ def _bucket_documents(
 
 
 def _score(
-    spec: ProbeSpec, buckets: list[BucketDocuments], tokenizer: dict, warehouse: DuckDBSteps, staging: Path, dump: str,
+    spec: ProbeSpec, buckets: list[BucketDocuments], tokenizer: dict, warehouse: Warehouse, staging: Path, dump: str,
     log: Callable[[str], None],
 ) -> tuple[dict[str, BucketLosses], str]:
     """Each bucket's losses, and the built-in probe's reference digest ('' for a model)."""

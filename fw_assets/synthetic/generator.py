@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.layout import planted_probe_truth_path, planted_truth_path, source_dump_dir
+from fw_assets.paths import planted_probe_truth_path, planted_truth_path, source_dump_dir
 from fw_assets.synthetic import probe_plants
 
 DEFAULT_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from fw_assets.lib.indexed_dataset import as_token_dtype, optimal_token_dtype
+from fw_assets.formats.indexed_dataset import as_token_dtype, optimal_token_dtype
 from fw_assets.lib.libc import libc_function
 from fw_assets.tokenizing.backends import (
     AUTO,

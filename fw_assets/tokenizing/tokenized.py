@@ -7,10 +7,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.asset_checks import ContractReport, Events
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.tokenizing.contract import TOKENIZED_CHECKS
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.deduplicated import deduplicated
-from fw_assets.layout import (
+from fw_assets.paths import (
     dedup_path,
     docs_path,
     generation_record_path,
@@ -21,33 +22,35 @@ from fw_assets.layout import (
     tokenizer_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.indexed_dataset import optimal_token_dtype
+from fw_assets.formats.indexed_dataset import optimal_token_dtype
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import published_generation, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBSteps, FineWebStorage
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.resources import Warehouse, FineWebStorage
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
-from fw_assets.tokenizing.checks import TOKENIZED_CHECK_SPECS
 from fw_assets.tokenizing.contract import RECONCILIATION_SQL, check_tokenized, kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
-from fw_assets.tokenizing.progress import TokenProgress
+from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import STEPS_SQL, BucketInput, BucketTokens, TokenFormat, tokenize_buckets
+from fw_assets.tokenizing.tokenize_buckets import STEPS_SQL, BucketInput, BucketTokens, TokenFormat, tokenize_buckets
 
 
 # The code that decides the bytes of the token files, hashed into the code version. The tokenizer
 # itself is configuration: its identity names the output folder and is recorded in every run.
 SQL = (*STEPS_SQL, *RECONCILIATION_SQL)
 MODULES = (
-    *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "steps", "contract")),
+    *(f"fw_assets.tokenizing.{name}" for name in ("tokenizer", "encode", "tokenize_buckets", "contract")),
     "fw_assets.tokenizing.backends",
     "fw_assets.tokenizing.oracle",
-    "fw_assets.lib.indexed_dataset",
-    "fw_assets.lib.doc_index",
+    "fw_assets.formats.indexed_dataset",
+    "fw_assets.formats.doc_index",
 )
+
+
+TOKENIZED_CHECK_SPECS = check_specs("tokenized", TOKENIZED_CHECKS)
 
 
 @dg.asset(
@@ -64,7 +67,7 @@ MODULES = (
 def tokenized(
     context: dg.AssetExecutionContext,
     storage: FineWebStorage,
-    warehouse: DuckDBSteps,
+    warehouse: Warehouse,
     tokenizer: TokenizerResource,
 ) -> Events:
     dump = context.partition_key

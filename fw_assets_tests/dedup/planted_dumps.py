@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from bench.dedup_quality import DUMPS
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.signature_files import write_minhash_file
 
 ROWS = 2_000  # per dump

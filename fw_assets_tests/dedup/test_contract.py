@@ -11,9 +11,9 @@ import pytest
 
 from fw_assets.dedup.contract import EXAMPLE_PAIRS, check_decisions, example_pairs
 from fw_assets.dedup.deduplicated import deduplicated
-from fw_assets.dedup.policy import MINHASH_POLICY
-from fw_assets.layout import bucketed_files, dedup_path, minhash_path, publication_name
-from fw_assets.policy import SEED_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
+from fw_assets.paths import bucketed_files, dedup_path, minhash_path, publication_name
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets_tests.conftest import SAMPLE_DUMPS
 from fw_assets_tests.contract_cases import line_of, refusal
 from fw_assets_tests.dedup.test_deduplicated import example_rows

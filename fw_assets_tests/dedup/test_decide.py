@@ -16,10 +16,10 @@ import pytest
 
 from bench.dedup_quality import DUMPS, caught_share, datatrove_kept_ids, planted_pairs
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy, Scope
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy, Scope
 from fw_assets.dedup.signature_files import MinhashFileError, signed_schema, write_minhash_file, write_signed
-from fw_assets.layout import minhash_files as published_together
-from fw_assets.layout import signatures_path, sorted_keys_path
+from fw_assets.paths import minhash_files as published_together
+from fw_assets.paths import signatures_path, sorted_keys_path
 from fw_assets_tests.dedup.planted_dumps import decide, minhash_files, read
 from fw_assets_tests.helpers import damage_arrow_values, damage_first_page
 

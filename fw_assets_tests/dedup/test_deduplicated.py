@@ -15,14 +15,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.automation import dedup_reruns
-from fw_assets.automation.dedup_reruns import stale_dedup
+from fw_assets.automation import stale_dedup as stale_dedup_module
+from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.dedup.__main__ import main as dedup_command
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.dedup.policy import MinhashPolicy, Scope
+from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
 from fw_assets.definitions import defs
-from fw_assets.layout import (
+from fw_assets.paths import (
     dedup_path,
     generation_record_path,
     minhash_path,
@@ -180,7 +180,7 @@ def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_by
             (LATE, {deduplicated.key, tokenized.key})
         ]
         with monkeypatch.context() as scope:  # decided each on its own, nothing is stale
-            scope.setattr(dedup_reruns, "MINHASH_POLICY", MinhashPolicy(scope=Scope.WITHIN_DUMP))
+            scope.setattr(stale_dedup_module, "MINHASH_POLICY", MinhashPolicy(scope=Scope.WITHIN_DUMP))
             result = stale_dedup(sensor_context(instance, source, output))
             assert not result.run_requests and "within_dump" in result.skip_reason.skip_message
         first_pass = dedup_path(output, LATE).read_bytes()

@@ -8,7 +8,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from fw_assets.dedup.minhash import minhash
-from fw_assets.layout import generation_record_path, minhash_path, publication_name
+from fw_assets.paths import generation_record_path, minhash_path, publication_name
 from fw_assets_tests.dedup.test_deduplicated import LATE, failure_message, in_order, source  # noqa: F401
 from fw_assets_tests.helpers import damage_text_page, materialize_dump, rewrite_in_row_groups
 

@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.dedup import signature_files
-from fw_assets.dedup.policy import MINHASH_POLICY
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.shingling.definition import arrow_shingles, normalise, words
 from fw_assets.dedup.shingling.fused import fused_pass
-from fw_assets.layout import minhash_files
+from fw_assets.paths import minhash_files
 from fw_assets.synthetic.generator import sample_table
 from fw_assets_tests.dedup.texts import BASE, VARIANTS
 

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.dedup.decide import decide_dump
-from fw_assets.dedup.policy import MINHASH_POLICY, MinhashPolicy
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.signature_files import (
     FINGERPRINT_KEY,
     MinhashFileError,

@@ -8,7 +8,7 @@ import re
 import pyarrow as pa
 import pytest
 
-from fw_assets.lib.checked_arrow import read_checked_arrow, write_checked_arrow
+from fw_assets.dedup.checked_arrow import read_checked_arrow, write_checked_arrow
 
 SCHEMA = pa.schema([("id", pa.string()), ("signature", pa.binary(4))], metadata={b"dump": b"d1"})
 

@@ -78,9 +78,9 @@ def test_under_taskset_duckdb_and_the_tokenizer_use_the_one_core_allowed(tmp_pat
     machine's count, and the step metadata says so."""
     code = (
         "from pathlib import Path; import sys\n"
-        "from fw_assets.resources import DuckDBSteps\n"
+        "from fw_assets.resources import Warehouse\n"
         "from fw_assets.tokenizing.resources import TokenizerResource\n"
-        "warehouse = DuckDBSteps(memory_limit='256MiB')\n"
+        "warehouse = Warehouse(memory_limit='256MiB')\n"
         "with warehouse.connect(Path(sys.argv[1])) as con:\n"
         "    threads = con.execute(\"SELECT current_setting('threads')\").fetchone()[0]\n"
         "print(threads, TokenizerResource().worker_count(), warehouse.cores_metadata())\n"

@@ -9,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from fw_assets_tests.tokens import add_document, encode_documents
-from fw_assets.lib.indexed_dataset import (
+from fw_assets.formats.indexed_dataset import (
     IndexedDatasetReader,
     IndexedDatasetWriter,
     optimal_token_dtype,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets.layout import generation_record_path as record_path
+from fw_assets.paths import generation_record_path as record_path
 from fw_assets.lib.publish import (
     JOURNAL,
     PublishedOutputChanged,

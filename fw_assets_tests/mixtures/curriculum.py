@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe

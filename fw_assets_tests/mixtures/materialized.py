@@ -9,7 +9,7 @@ from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.observe import observe
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from fw_assets.layout import shipped_recipes_dir
+from fw_assets.paths import shipped_recipes_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan

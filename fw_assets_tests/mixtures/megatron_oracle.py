@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
-from fw_assets.layout import token_prefix
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.paths import token_prefix
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_stage_cache
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe

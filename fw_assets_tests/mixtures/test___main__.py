@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from fw_assets.layout import mixture_cache_dir
+from fw_assets.paths import mixture_cache_dir
 from fw_assets.mixtures.__main__ import main as mixtures_main
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json
 from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.layout import token_prefix
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.paths import token_prefix
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.published import stage_from_plan_json

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
-from fw_assets.layout import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.paths import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
+from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.published import read_plan
-from fw_assets.lib.probe_losses import published_losses
+from fw_assets.formats.probe_losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV

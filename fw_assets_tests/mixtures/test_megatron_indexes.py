@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
-from fw_assets.layout import mixture_cache_dir
+from fw_assets.paths import mixture_cache_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV

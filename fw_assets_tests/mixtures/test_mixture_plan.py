@@ -12,7 +12,7 @@ import sys
 import dagster as dg
 import pytest
 
-from fw_assets.layout import (
+from fw_assets.paths import (
     blend_report_path,
     data_args_path,
     generation_record_path,
@@ -23,7 +23,7 @@ from fw_assets.layout import (
     shares_picture_path,
     views_dir,
 )
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.dataset as ds
 import pytest
 
-from fw_assets.layout import mixture_cache_dir, packed_dir, packed_root
+from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root
 from fw_assets.mixtures.packed import packed
 from fw_assets_tests.extras import extra_module
 from fw_assets_tests.helpers import fill_disk, published_tree, resources, tmpfs, writable_copy

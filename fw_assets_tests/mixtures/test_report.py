@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fw_assets.layout import shares_picture_path
+from fw_assets.paths import shares_picture_path
 from fw_assets.mixtures.report import plot_shares
 from fw_assets_tests.mixtures.curriculum import plan
 

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from fw_assets.layout import token_prefix
-from fw_assets.lib.doc_index import read_document_index
+from fw_assets.paths import token_prefix
+from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.contract import reweight_outcomes
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import RecipeError, load_recipe

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.layout import token_files, token_prefix, views_dir
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.paths import token_files, token_prefix, views_dir
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.views import write_views

@@ -5,8 +5,8 @@ but lower than gibberish."""
 import numpy as np
 import pyarrow.parquet as pq
 
-from fw_assets.layout import planted_probe_truth_path
-from fw_assets.lib.probe_losses import published_losses
+from fw_assets.paths import planted_probe_truth_path
+from fw_assets.formats.probe_losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.synthetic import write_sample_dump

@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucketed_files, probe_loss_path, token_prefix
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.probe_losses import published_losses
-from fw_assets.policy import SEED_POLICY
+from fw_assets.paths import bucketed_files, probe_loss_path, token_prefix
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.probe_losses import published_losses
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env

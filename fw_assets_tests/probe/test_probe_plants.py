@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.layout import planted_probe_truth_path
+from fw_assets.paths import planted_probe_truth_path
 from fw_assets.synthetic import write_sample_dump
 
 DUMP = "CC-MAIN-2013-20"

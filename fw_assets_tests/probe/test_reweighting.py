@@ -4,7 +4,7 @@ repetitions keyed on id and seed, and the refusals."""
 import numpy as np
 import pytest
 
-from fw_assets.lib.reweighting import ReweightingRefused, aligned_losses, reweight
+from fw_assets.mixtures.reweighting import ReweightingRefused, aligned_losses, reweight
 
 IDS = [f"<urn:uuid:{i:08d}>" for i in range(2_000)]
 LOSSES = np.random.default_rng(3).gamma(9.0, 0.5, len(IDS))

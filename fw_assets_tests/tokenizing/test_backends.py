@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucketed_files, dedup_path
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader, IndexedDatasetWriter
-from fw_assets.policy import SEED_POLICY
+from fw_assets.paths import bucketed_files, dedup_path
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader, IndexedDatasetWriter
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.backends import (
     FASTOKENS_THREADS_VARIABLE,
     SELF_CHECK_TEXTS,
@@ -33,7 +33,7 @@ from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.helpers import writable_copy
-from fw_assets.tokenizing.steps import BucketInput
+from fw_assets.tokenizing.tokenize_buckets import BucketInput
 from fw_assets_tests.tokenizing.test_tokenized import (
     DUMP, metadata, run_tokenized, tokenize_directly, tokenized_tree,
 )

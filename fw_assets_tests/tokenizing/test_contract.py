@@ -12,8 +12,8 @@ import pytest
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.layout import dedup_path, docs_path, generation_record_path, publication_name, token_prefix
-from fw_assets.policy import SEED_POLICY
+from fw_assets.paths import dedup_path, docs_path, generation_record_path, publication_name, token_prefix
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.contract import check_tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized

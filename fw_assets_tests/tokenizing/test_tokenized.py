@@ -14,20 +14,20 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.layout import bucket_dump_dir, bucketed_files, publication_name, dedup_path
-from fw_assets.layout import token_files, token_prefix
+from fw_assets.paths import bucket_dump_dir, bucketed_files, publication_name, dedup_path
+from fw_assets.paths import token_files, token_prefix
 from fw_assets.lib.cores import usable_cores
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
-from fw_assets.policy import SEED_POLICY
-from fw_assets.resources import DuckDBSteps
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.resources import Warehouse
 from fw_assets.synthetic import int_scores, write_sample_dump
 from fw_assets.tokenizing.contract import kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
-from fw_assets.tokenizing.progress import TokenProgress
+from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.steps import BucketInput, TokenFormat, tokenize_buckets
+from fw_assets.tokenizing.tokenize_buckets import BucketInput, TokenFormat, tokenize_buckets
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests import bad_inputs as bad
 from fw_assets_tests.conftest import SAMPLE_DUMPS
@@ -235,7 +235,7 @@ def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, s
     output, _, _ = published
     run_tokenized(
         sample_source, tmp_path, TokenizerResource(workers=1, batch_size=7), chain=True,
-        extra_resources={"warehouse": DuckDBSteps(threads=1, memory_limit="1GiB")},
+        extra_resources={"warehouse": Warehouse(threads=1, memory_limit="1GiB")},
     )
     published_files = tokenized_tree(output, CL100K, DUMP)
     assert len(published_files) == 3 * len(BUCKETS)
@@ -284,7 +284,7 @@ def tokenize_directly(
     oracle = OracleSample(tokenizer.oracle(), tokenizer.backend, total)
     with (
         ParallelEncoder(spec, workers) as encoder,
-        DuckDBSteps(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
+        Warehouse(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
     ):
         tokenize_buckets(
             con, buckets, encoder, oracle, TokenFormat(np.dtype(np.int32), tokenizer.eod_id), batch_rows,

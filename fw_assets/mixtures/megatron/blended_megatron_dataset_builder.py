@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_dataset import BLEND_FILES, blend_description, build_blend_indexes
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.megatron.gpt_dataset import GPT_FILES, build_gpt_indexes, gpt_description

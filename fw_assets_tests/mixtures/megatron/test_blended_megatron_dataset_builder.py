@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.lib.doc_index import read_document_index
-from fw_assets.lib.indexed_dataset import IndexedDatasetReader
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.megatron.gpt_dataset import plan_epochs
 from fw_assets_tests.extras import extra_module

@@ -9,11 +9,11 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.contracts import rules
+from fw_assets.bucketing import contract_rules as rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
-from fw_assets.contracts import selection
-from fw_assets.contracts.selection import bucket_tallies, register_policy
-from fw_assets.contracts.tallies import (
+from fw_assets.bucketing import sampled_contract as selection
+from fw_assets.bucketing.sampled_contract import bucket_tallies, register_policy
+from fw_assets.bucketing.contract_tallies import (
     TEXT_NOT_UTF8,
     duplicate_id_violations,
     fetch_tallies,
@@ -23,7 +23,7 @@ from fw_assets.contracts.tallies import (
     unreadable_file_violations,
 )
 from fw_assets.lib.markdown import table
-from fw_assets.policy import SamplingPolicy
+from fw_assets.sampling_policy import SamplingPolicy
 
 # It reads the selection's tallies to reconcile against them.
 CONTRACT_SQL = ("contract_bucketed_rows", "contract_bucketed_membership", *selection.CONTRACT_SQL)
@@ -144,9 +144,9 @@ def footer_outcome(
     files_by_bucket: Mapping[str, Sequence[Path]], policy: SamplingPolicy
 ) -> CheckOutcome:
     """Every file in a policy bucket, with exactly the output columns and types."""
-    # pandera on demand, not at code-location load (fw_assets.contracts.raw says why)
-    from fw_assets.contracts.frames import footer_frame, footer_violations
-    from fw_assets.contracts.schemas import bucketed_schema
+    # pandera on demand, not at code-location load (fw_assets.bucketing.raw_contract says why)
+    from fw_assets.bucketing.contract_frames import footer_frame, footer_violations
+    from fw_assets.bucketing.contract_schemas import bucketed_schema
 
     buckets = {b.name: b for b in policy.buckets}
     violations = []

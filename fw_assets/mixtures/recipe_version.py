@@ -6,7 +6,7 @@ dump's losses of their probes. The data version of `mixture_inputs`, observed by
 import hashlib
 import json
 
-from fw_assets.layout import generation_record_path, publication_name
+from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.mixtures.loss_inputs import loss_generations
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.partitions import dump_partitions

@@ -10,11 +10,11 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from fw_assets.contracts import rules
+from fw_assets.bucketing import contract_rules as rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows, short
-from fw_assets.contracts.tallies import TALLY_MODULES, TALLY_SQL, fetch_tallies, file_name
+from fw_assets.bucketing.contract_tallies import TALLY_MODULES, TALLY_SQL, fetch_tallies, file_name
 from fw_assets.lib.markdown import table
-from fw_assets.policy import SamplingPolicy
+from fw_assets.sampling_policy import SamplingPolicy
 
 CONTRACT_SQL = ("contract_selection", *TALLY_SQL)
 CONTRACT_MODULES = (__name__, *TALLY_MODULES)
@@ -65,9 +65,9 @@ def check_selection(
     source_rows: int,
 ) -> list[CheckOutcome]:
     """The selection's outcomes; its rows are read only when its footer has the right columns."""
-    # pandera on demand, not at code-location load (fw_assets.contracts.raw says why)
-    from fw_assets.contracts.frames import footer_frame, footer_violations
-    from fw_assets.contracts.schemas import selection_schema
+    # pandera on demand, not at code-location load (fw_assets.bucketing.raw_contract says why)
+    from fw_assets.bucketing.contract_frames import footer_frame, footer_violations
+    from fw_assets.bucketing.contract_schemas import selection_schema
 
     footer = footer_violations(
         selection_schema(policy), footer_frame(selection), file_name(str(selection)), source_rows

@@ -1,7 +1,7 @@
 """The `new_dumps` sensor: a dump is processed once its files are completely downloaded.
 
 Each tick looks at every dump folder under the source root. A dump whose files are complete (see
-fw_assets.lib.dump_files) and whose fingerprint (names, sizes, mtimes) differs from the one last
+fw_assets.formats.dump_files) and whose fingerprint (names, sizes, mtimes) differs from the one last
 requested gets one run of the whole chain. The run key holds the fingerprint, so a repeated tick, a
 daemon restart or a lost cursor never requests the same files twice, and changed files are requested
 again. A dump first seen already materialized from exactly these files (a UI backfill or the CLI got
@@ -23,8 +23,8 @@ from fw_assets import settings
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.bucketing.raw import raw
 from fw_assets.jobs import dump_chain_job
-from fw_assets.layout import source_data_dir
-from fw_assets.lib.dump_files import DumpFolderState, readiness, scan_dump_folder
+from fw_assets.paths import source_data_dir
+from fw_assets.formats.dump_files import DumpFolderState, readiness, scan_dump_folder
 from fw_assets.partitions import dump_folders, dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import fail_dead_runs

@@ -33,9 +33,9 @@ from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, published
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.dedup.policy import MINHASH_POLICY, Scope
+from fw_assets.dedup.minhash_policy import MINHASH_POLICY, Scope
 from fw_assets.jobs import dump_chain_job
-from fw_assets.layout import publication_name
+from fw_assets.paths import publication_name
 from fw_assets.lib.publish import PublishedOutputChanged, published_generation
 from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from fw_assets.lib.manifest import is_apple_double, source_files
+from fw_assets.formats.manifest import is_apple_double, source_files
 
 HF_SHARD = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
 # Names download tools give a file until it is complete: huggingface_hub (.incomplete), rsync

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.layout import docs_path
+from fw_assets.paths import docs_path
 from fw_assets.lib.writers import FixedRowGroups, KeepOnSuccess
 
 SCHEMA = pa.schema(

@@ -5,7 +5,7 @@ read, and then only its key columns: id, score, dump, file_path and int_score ov
 one DuckDB aggregate plus one pass for duplicate ids, text nulls from the footers' statistics,
 and a few sampled row groups per file for the deeper text checks. Texts are not decoded here:
 bucketed's scan, which reads every text anyway to write the buckets, refuses those that are not
-UTF-8 (fw_assets.contracts.bucketed.SOURCE_TEXTS).
+UTF-8 (fw_assets.bucketing.bucketed_contract.SOURCE_TEXTS).
 
 pandas and pandera (~0.5 s of imports) are imported by the functions using them, not here: loading
 the code location (the webserver, the daemon, every run) should not pay for a step's libraries.
@@ -20,10 +20,10 @@ import duckdb
 import pyarrow
 import pyarrow.parquet as pq
 
-from fw_assets.contracts import rules
+from fw_assets.bucketing import contract_rules as rules
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
-from fw_assets.contracts.rules import SCORE_MAX, SCORE_MIN
-from fw_assets.contracts.tallies import (
+from fw_assets.bucketing.contract_rules import SCORE_MAX, SCORE_MIN
+from fw_assets.bucketing.contract_tallies import (
     TALLY_MODULES,
     TALLY_SQL,
     duplicate_id_violations,
@@ -33,7 +33,7 @@ from fw_assets.contracts.tallies import (
     text_null_violations,
     unreadable_file_violations,
 )
-from fw_assets.lib.manifest import SourceFile
+from fw_assets.formats.manifest import SourceFile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,8 +107,8 @@ def schema_outcome(
     dump: str, files: Sequence[SourceFile], source_problems: Sequence[Violation] = ()
 ) -> CheckOutcome:
     """Readable files, the ten columns with their types in every footer, rows in the dump."""
-    from fw_assets.contracts.frames import footer_frame, footer_violations
-    from fw_assets.contracts.schemas import raw_schema
+    from fw_assets.bucketing.contract_frames import footer_frame, footer_violations
+    from fw_assets.bucketing.contract_schemas import raw_schema
 
     schema = raw_schema(dump)
     violations = list(source_problems)
@@ -167,8 +167,8 @@ def row_outcomes(
 
 def text_sample_outcome(files: Sequence[SourceFile]) -> CheckOutcome:
     """The deeper text checks (pandera) on a few row groups of every file."""
-    from fw_assets.contracts.frames import row_violations
-    from fw_assets.contracts.schemas import RAW_TEXT_SAMPLE_SCHEMA
+    from fw_assets.bucketing.contract_frames import row_violations
+    from fw_assets.bucketing.contract_schemas import RAW_TEXT_SAMPLE_SCHEMA
 
     violations, sampled = [], 0
     problems = {rules.TEXT_BLANK.name: rules.TEXT_BLANK.problem}
@@ -194,7 +194,7 @@ def sample_rows(path: Path) -> "pd.DataFrame":
     """id and text of the first rows of the file's first, middle and last row groups."""
     import pandas as pd
 
-    from fw_assets.contracts.frames import plain_strings
+    from fw_assets.bucketing.contract_frames import plain_strings
 
     parquet = pq.ParquetFile(path)
     groups = parquet.num_row_groups

@@ -15,9 +15,9 @@ import pandas as pd
 import pandera.pandas as pa
 import pyarrow
 
-from fw_assets.contracts import rules
-from fw_assets.contracts.rules import SCORE_MAX, SCORE_MIN
-from fw_assets.policy import SamplingPolicy, ScoreBucket
+from fw_assets.bucketing import contract_rules as rules
+from fw_assets.bucketing.contract_rules import SCORE_MAX, SCORE_MIN
+from fw_assets.sampling_policy import SamplingPolicy, ScoreBucket
 
 STRING = pd.ArrowDtype(pyarrow.string())
 DOUBLE = pd.ArrowDtype(pyarrow.float64())

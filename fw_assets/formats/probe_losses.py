@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.layout import probe_loss_path, publication_name
+from fw_assets.paths import probe_loss_path, publication_name
 from fw_assets.lib.publish import Log, published_generation
 
 LOSS_SCHEMA = pa.schema(

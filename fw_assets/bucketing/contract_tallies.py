@@ -14,9 +14,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.contracts import rules
+from fw_assets.bucketing import contract_rules as rules
 from fw_assets.contracts.findings import MAX_EXAMPLES, Violation, count_rows, short
-from fw_assets.contracts.rules import Rule
+from fw_assets.bucketing.contract_rules import Rule
 from fw_assets.lib.sql import load_sql
 
 # Not a rules.Rule: pandas cannot hold such a text, so there is no pandera half to state it in.
@@ -32,11 +32,11 @@ TALLY_SQL = (
     "contract_read_files",
 )
 TALLY_MODULES = (
-    "fw_assets.contracts.tallies",
+    "fw_assets.bucketing.contract_tallies",
     "fw_assets.contracts.findings",
-    "fw_assets.contracts.frames",
-    "fw_assets.contracts.schemas",
-    "fw_assets.contracts.rules",
+    "fw_assets.bucketing.contract_frames",
+    "fw_assets.bucketing.contract_schemas",
+    "fw_assets.bucketing.contract_rules",
 )
 
 

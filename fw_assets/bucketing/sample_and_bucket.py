@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from fw_assets.lib.progress import ProgressReporter, run_with_progress
 from fw_assets.lib.sql import load_sql
-from fw_assets.policy import SamplingPolicy
+from fw_assets.sampling_policy import SamplingPolicy
 
 # The statements run here, for the code versions of the assets calling these steps.
 STEPS_SQL = ("select_sample", "selection_counts", "write_buckets", "bucket_counts")

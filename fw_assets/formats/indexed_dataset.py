@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.layout import bin_path, idx_path
+from fw_assets.paths import bin_path, idx_path
 from fw_assets.lib.write_behind import WriteBehindFile
 from fw_assets.lib.writers import KeepOnSuccess
 

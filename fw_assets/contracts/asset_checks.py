@@ -1,6 +1,6 @@
 """A stage's data contract as Dagster asset checks: one result per dump, on that dump's data.
 
-Every asset with a contract follows one pattern (raw, sampled, bucketed; dedup and mixtures next):
+Every asset with a contract follows one pattern:
 
     report = ContractReport(dump, "stage", check_stage(con, ...))  # plain contract code
     yield from report.refuse_if_blocked()   # a blocking check failed: report every result, fail

@@ -24,7 +24,7 @@ was published.
 
 from pathlib import Path
 
-from fw_assets.policy import SamplingPolicy
+from fw_assets.sampling_policy import SamplingPolicy
 
 
 def source_data_dir(source_root: Path) -> Path:
