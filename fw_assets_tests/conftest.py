@@ -1,5 +1,3 @@
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -7,17 +5,12 @@ import dagster as dg
 import duckdb
 import pytest
 
-from fw_assets.paths import bucketed_files, selection_path
-from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets.synthetic import write_sample_dump, write_sample_dumps
+from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.contract_cases import DUMP, FILES, ROWS
-from fw_assets_tests.dagster_services import write_instance_yaml
-from fw_assets_tests.helpers import CHAIN, make_read_only, materialize_dump, published_tree
-
-SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
-
+from fw_assets_tests.support.dagster_services import write_instance_yaml
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, CHAIN, materialize_dump
+from fw_assets_tests.support.trees import make_read_only, published_tree
 
 @pytest.fixture(scope="session")
 def sample_source(tmp_path_factory) -> Path:
@@ -67,49 +60,8 @@ def dagster_home(tmp_path, monkeypatch) -> Path:
     return home
 
 
-def subprocess_env(source_root: Path, output_root: Path, dagster_home: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "FW_SOURCE_DIR": str(source_root),
-        "FW_OUTPUT_DIR": str(output_root),
-        "DAGSTER_HOME": str(dagster_home),
-    }
-
-
-# --- the contract tests: one clean run of a generated dump, and copies to damage ---------------
-
-
-@pytest.fixture(scope="session")
-def good_dump(tmp_path_factory) -> tuple[Path, Path]:
-    """A generated dump, and the output a clean run published for it."""
-    source = tmp_path_factory.mktemp("source")
-    write_sample_dump(source, DUMP, ROWS, FILES, seed=11)
-    output = tmp_path_factory.mktemp("published")
-    materialize_dump(source, output, DUMP)
-    return source, output
-
-
 @pytest.fixture
 def con():
+    """An in-memory DuckDB connection, closed after the test."""
     with duckdb.connect() as connection:
         yield connection
-
-
-@pytest.fixture
-def clean_selection(good_dump, tmp_path) -> Path:
-    """A writable copy of the selection the clean run published."""
-    _, output = good_dump
-    return Path(shutil.copy(selection_path(output, DUMP), tmp_path / "selection.parquet"))
-
-
-@pytest.fixture
-def clean_buckets(good_dump, tmp_path) -> dict[str, list[Path]]:
-    """Writable copies of the bucket files the clean run published."""
-    _, output = good_dump
-    copies = {}
-    for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
-        folder = tmp_path / "buckets" / bucket
-        folder.mkdir(parents=True)
-        copies[bucket] = [Path(shutil.copy(f, folder / f.name)) for f in files]
-    return copies
-

@@ -1,4 +1,4 @@
-"""extras.py: the fast loop collects and runs with only the `test` extra installed (README, Tests):
+"""support/extras.py: the fast loop collects and runs with only the `test` extra installed (README, Tests):
 no test module imports an optional extra's library except through `extra_module`."""
 
 import ast
@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from fw_assets_tests.dagster_services import REPO_ROOT
+from fw_assets_tests.support.dagster_services import REPO_ROOT
 
 TESTS = Path(__file__).parent
 # Distributions whose import name is not their name with `-` as `_`.

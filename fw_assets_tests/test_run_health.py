@@ -19,8 +19,8 @@ from fw_assets.lib.slots import machine_slot, slot_holders
 from fw_assets.run_health import PID_TAG, how_to_free
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.settings import SENSOR_INTERVAL_ENV
-from fw_assets_tests.conftest import subprocess_env
-from fw_assets_tests.dagster_services import DagsterServices
+from fw_assets_tests.support.runs import subprocess_env
+from fw_assets_tests.support.dagster_services import DagsterServices
 
 DUMP, OTHER_DUMP, NEW_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15", "CC-MAIN-2014-23"
 

@@ -305,3 +305,46 @@ def test_no_two_modules_share_a_name_but_role_files():
         by_name.setdefault(path.stem, []).append(module)
     shared = {name: found for name, found in by_name.items() if len(found) > 1 and name not in ROLE_FILES}
     assert not shared
+
+
+# --- the tests' own structure -------------------------------------------------------------------
+TESTS = Path(__file__).parent
+# Test files about the repository rather than one module: the package's structure, the instance
+# configurations (dagster.yaml, deploy/), what the test extra alone collects, the docs.
+REPOSITORY_TESTS = ("test_structure.py", "test_instance_config.py", "test_extras.py", "test_docs.py")
+
+
+def test_unit_tests_mirror_the_package():
+    """`fw_assets_tests/<folder>/test_<name>.py` tests `fw_assets/<folder>/<name>.py` (or the
+    package `<name>/`); process-level tests are in e2e/, helpers in support/."""
+    orphans = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        relative = path.relative_to(TESTS)
+        if relative.parts[0] in ("e2e", "support") or str(relative) in REPOSITORY_TESTS:
+            continue
+        module = relative.parent / relative.name.removeprefix("test_")
+        if not ((PACKAGE / module).is_file() or (PACKAGE / module.with_suffix("") / "__init__.py").is_file()):
+            orphans.append(str(relative))
+    assert not orphans, "test files named after no module of fw_assets"
+
+
+def test_no_test_module_imports_another_test_module_or_a_conftest():
+    borrowed = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [f"{node.module}.{alias.name}" for alias in node.names] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            last = [name.rsplit(".", 1)[-1] for name in names if name.startswith("fw_assets_tests")]
+            borrowed += [f"{path.relative_to(TESTS)} imports {name}" for name in last
+                         if name.startswith("test_") or name == "conftest"]
+    assert not borrowed
+
+
+def test_helpers_live_in_support_and_tests_outside_it():
+    """Every module of fw_assets_tests is a test module, a conftest, a package or in support/."""
+    misplaced = [
+        str(path.relative_to(TESTS)) for path in sorted(TESTS.rglob("*.py"))
+        if path.name not in ("conftest.py", "__init__.py")
+        and (path.name.startswith("test_") == (path.relative_to(TESTS).parts[0] == "support"))
+    ]
+    assert not misplaced

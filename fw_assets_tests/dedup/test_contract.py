@@ -14,10 +14,11 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.paths import bucketed_files, dedup_path, minhash_path, publication_name
 from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.contract_cases import line_of, refusal
-from fw_assets_tests.dedup.test_deduplicated import example_rows
-from fw_assets_tests.helpers import materialize_dump, published_tree, rerecord_size, writable_copy
+from fw_assets_tests.support.runs import SAMPLE_DUMPS
+from fw_assets_tests.support.contract_cases import line_of, refusal
+from fw_assets_tests.support.dedup_runs import example_rows
+from fw_assets_tests.support.runs import materialize_dump
+from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
 
 EARLY, LATE = SAMPLE_DUMPS
 UNKNOWN = "<urn:uuid:00000000-not-a-document>"

@@ -5,7 +5,6 @@ earlier file named with nothing published, the explain command, a repeated dump 
 
 import json
 import math
-import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -31,30 +30,13 @@ from fw_assets.paths import (
     sorted_keys_path,
     source_dump_dir,
 )
-from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.helpers import CHAIN, damage_arrow_values, materialize_dump, resources
+from fw_assets_tests.support.damage import damage_arrow_values
+from fw_assets_tests.support.dedup_runs import EARLY, LATE, example_rows, failure_message
+from fw_assets_tests.support.runs import CHAIN, materialize_dump, resources
 
-EARLY, LATE = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
-ROWS = 1_500
 TOKENIZER = {"tokenizer": TokenizerResource()}
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("dedup-source")
-    write_sample_dumps(root, (EARLY, LATE), rows_per_dump=ROWS, seed=5)
-    return root
-
-
-@pytest.fixture(scope="module")
-def in_order(source, tmp_path_factory) -> tuple[Path, dict[str, dg.ExecuteInProcessResult]]:
-    """Both dumps' chains in crawl order, as the sensor runs them."""
-    output = tmp_path_factory.mktemp("in-order")
-    with dg.DagsterInstance.ephemeral() as instance:
-        results = {d: materialize_dump(source, output, d, instance=instance) for d in (EARLY, LATE)}
-    return output, results
 
 
 def sensor_context(instance: dg.DagsterInstance, source: Path, output: Path) -> dg.SensorEvaluationContext:
@@ -66,11 +48,6 @@ def sensor_context(instance: dg.DagsterInstance, source: Path, output: Path) -> 
 def materialization(result: dg.ExecuteInProcessResult, asset) -> dict:
     (event,) = result.asset_materializations_for_node(asset.op.name)
     return {key: value.value for key, value in event.metadata.items()}
-
-
-def example_rows(markdown: str) -> list[list[str]]:
-    """The cells of the example pairs' table (escaped pipes inside texts kept)."""
-    return [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in markdown.splitlines()[2:]]
 
 
 def shown_ids(markdown: str) -> set[str]:
@@ -210,11 +187,6 @@ def test_a_damaged_earlier_minhash_file_is_named_and_nothing_is_published(
     message = failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
     assert str(damaged) in message and "Nothing was published" in message
     assert dedup_path(output, LATE).read_bytes() == before
-
-
-def failure_message(result: dg.ExecuteInProcessResult) -> str:
-    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
-    return failure.step_failure_data.error.message + str(failure.step_failure_data.user_failure_data)
 
 
 def test_an_earlier_dump_with_files_but_no_generation_record_is_refused_by_name(source, in_order, tmp_path):

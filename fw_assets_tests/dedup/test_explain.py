@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from bench.dedup_quality import DUMPS
 from fw_assets.dedup.explain import explain
-from fw_assets_tests.dedup.planted_dumps import read
+from fw_assets_tests.support.planted_dumps import read
 
 
 def test_explain_names_the_match_the_shared_bands_and_the_similarity(minhash, decisions):

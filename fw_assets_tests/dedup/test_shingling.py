@@ -19,7 +19,7 @@ from fw_assets.dedup.shingling.definition import arrow_shingles, normalise, word
 from fw_assets.dedup.shingling.fused import fused_pass
 from fw_assets.paths import minhash_files
 from fw_assets.synthetic.generator import sample_table
-from fw_assets_tests.dedup.texts import BASE, VARIANTS
+from fw_assets_tests.support.dedup_texts import BASE, VARIANTS
 
 DUMP = "CC-MAIN-2013-20"
 

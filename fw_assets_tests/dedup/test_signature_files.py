@@ -18,7 +18,7 @@ from fw_assets.dedup.signature_files import (
     read_signatures,
     write_minhash_file,
 )
-from fw_assets_tests.dedup.texts import BASE, VARIANTS
+from fw_assets_tests.support.dedup_texts import BASE, VARIANTS
 
 DUMP = "CC-MAIN-2013-20"
 

@@ -22,38 +22,10 @@ from fw_assets.lib.publish import (
     staged_publication,
 )
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.conftest import subprocess_env
-from fw_assets_tests.helpers import materialize_dump, published_tree
-
-DUMP = "CC-MAIN-2013-20"
-NAME = f"bucketed-{DUMP}"
-
-
-def _folder_with(path: Path, files: dict[str, str]) -> Path:
-    path.mkdir(parents=True)
-    for name, text in files.items():
-        (path / name).write_text(text)
-    return path
-
-
-def publish_generation(root: Path, label: str, buckets: dict[str, int]) -> None:
-    """Publish `en/<bucket>/D/` for each bucket with files, removing the buckets given 0 files,
-    plus `selection/D.parquet`; every file's text names the generation."""
-    with staged_publication(root, NAME, DUMP) as staging:
-        moves = {}
-        for bucket, files in buckets.items():
-            staged = staging.path / bucket
-            contents = {f"part-{i}.parquet": f"{label} {bucket} {i}" for i in range(files)}
-            moves[root / "en" / bucket / DUMP] = _folder_with(staged, contents) if files else None
-        (staging.path / "selection.parquet").write_text(f"{label} selection")
-        moves[root / "selection" / f"{DUMP}.parquet"] = staging.path / "selection.parquet"
-        staging.publish(moves, {"label": label})
-
-
-# The new generation replaces two buckets, removes one, adds one and replaces a file.
-OLD = {"2.8": 2, "3.0": 1, "3.5": 1, "4.0": 0}
-NEW = {"2.8": 1, "3.0": 3, "3.5": 0, "4.0": 2}
-
+from fw_assets_tests.support.publish_generations import DUMP, NAME, NEW, OLD, folder_with, publish_generation
+from fw_assets_tests.support.runs import subprocess_env
+from fw_assets_tests.support.runs import materialize_dump
+from fw_assets_tests.support.trees import published_tree
 
 @pytest.fixture(scope="module")
 def generations(tmp_path_factory) -> tuple[dict, dict, int]:
@@ -102,7 +74,7 @@ def test_a_run_failing_before_publish_leaves_the_previous_output(tmp_path):
     publish_generation(tmp_path, "old", OLD)
     before = published_tree(tmp_path)
     with pytest.raises(RuntimeError), staged_publication(tmp_path, NAME, DUMP) as staging:
-        _folder_with(staging.path / "a", {"half.parquet": "half"})
+        folder_with(staging.path / "a", {"half.parquet": "half"})
         raise RuntimeError("contract failed")
     assert published_tree(tmp_path) == before
     assert not list((tmp_path / ".staging").glob(f"{NAME}.*"))
@@ -137,17 +109,12 @@ def test_an_exception_at_any_rename_puts_back_every_rename_already_done(tmp_path
 
 # A child process publishes the new generation and SIGKILLs itself right after rename k.
 KILLED_PUBLISHER = """
-import os, signal, sys
+import sys
 from pathlib import Path
-from fw_assets_tests.lib.test_publish import NEW, publish_generation
-real_rename, after = os.rename, int(sys.argv[2])
-calls = []
-def rename_then_die(src, dst):
-    real_rename(src, dst)
-    calls.append(src)
-    if len(calls) == after + 1:
-        os.kill(os.getpid(), signal.SIGKILL)
-os.rename = rename_then_die
+from fw_assets_tests.support.killing import die_after_rename
+from fw_assets_tests.support.publish_generations import NEW, publish_generation
+after = int(sys.argv[2])
+die_after_rename(lambda done, source, destination: done == after + 1)
 publish_generation(Path(sys.argv[1]), "new", NEW)
 """
 
@@ -191,7 +158,7 @@ def test_recover_leaves_other_dumps_publications_alone(tmp_path):
     publish_generation(other, "old", OLD)
     journal = {"name": NAME, "dump": DUMP, "moves": []}
     staged = other / ".staging" / f"{NAME}.0123456789ab"
-    _folder_with(staged, {JOURNAL: json.dumps(journal)})
+    folder_with(staged, {JOURNAL: json.dumps(journal)})
     assert recover_dump(other, "CC-MAIN-2013-48") == []
     assert (staged / JOURNAL).exists()
     assert recover_dump(other, DUMP) == [NAME]
@@ -214,7 +181,7 @@ def test_a_reader_waits_for_a_publication_in_progress_and_sees_only_the_new_gene
     try:
         writer = threading.Thread(target=publish_generation, args=(tmp_path, "new", NEW))
         writer.start()
-        started.wait(5)
+        assert started.wait(120), "the writer reached the published tree"
         with published_generation(tmp_path, NAME, DUMP) as record:
             assert record["contents"] == {"label": "new"}
             assert is_generation(tmp_path, new, "new")

@@ -26,9 +26,11 @@ from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import damage_text_page, materialize_dump, published_tree, resources, writable_copy
-from fw_assets_tests.mixtures.materialized import RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, write_recipe
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
+from fw_assets_tests.support.damage import damage_text_page
+from fw_assets_tests.support.runs import materialize_dump, resources
+from fw_assets_tests.support.trees import published_tree, writable_copy
+from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, write_recipe
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
     **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}

@@ -27,9 +27,9 @@ from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import published_tree
-from fw_assets_tests.mixtures.materialized import (
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
+from fw_assets_tests.support.trees import published_tree
+from fw_assets_tests.support.materialized_mixtures import (
     CURRICULUM_NAME,
     RECIPE,
     RECIPE_NAME,

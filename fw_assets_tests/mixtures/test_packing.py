@@ -5,8 +5,8 @@ import pyarrow.dataset as ds
 
 from fw_assets.paths import packed_dir
 from fw_assets.mixtures.packing import write_packed
-from fw_assets_tests.extras import extra_module
-from fw_assets_tests.mixtures.megatron_oracle import megatron_build
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.megatron_oracle import megatron_build
 
 extra_module("megatron.core", "megatron")
 

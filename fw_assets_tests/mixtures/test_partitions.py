@@ -14,7 +14,7 @@ from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import recipe_files
 from fw_assets.partitions import dump_partitions
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.mixtures.materialized import RECIPE, write_recipe
+from fw_assets_tests.support.materialized_mixtures import RECIPE, write_recipe
 
 
 def test_recipes_are_partitions_and_a_user_recipe_replaces_a_shipped_one(tmp_path, caplog):

@@ -12,10 +12,10 @@ from fw_assets.paths import docs_path
 from fw_assets.mixtures.megatron.utils import normalize
 from fw_assets.mixtures.recipe import RecipeError
 from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
-from fw_assets_tests.mixtures.curriculum import CURRICULUM, WEIGHTS
-from fw_assets_tests.mixtures.curriculum import plan as plan_curriculum
-from fw_assets_tests.mixtures.one_phase import DUMPS, RECIPE, mutate, plan
-from fw_assets_tests.token_trees import document_lengths, write_token_file
+from fw_assets_tests.support.curriculum import CURRICULUM, WEIGHTS
+from fw_assets_tests.support.curriculum import plan as plan_curriculum
+from fw_assets_tests.support.one_phase import DUMPS, RECIPE, mutate, plan
+from fw_assets_tests.support.token_trees import document_lengths, write_token_file
 
 
 def test_weights_follow_sources_then_tokens(tmp_path, output_root):

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from fw_assets.mixtures.published import planned_stages, stage_from_plan_json, stage_names
-from fw_assets_tests.mixtures.curriculum import plan as plan_curriculum
-from fw_assets_tests.mixtures.one_phase import plan
+from fw_assets_tests.support.curriculum import plan as plan_curriculum
+from fw_assets_tests.support.one_phase import plan
 
 
 def test_plan_json_gives_back_each_stage(tmp_path, output_root):

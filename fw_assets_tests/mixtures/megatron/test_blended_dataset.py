@@ -7,7 +7,7 @@ import pytest
 
 from fw_assets.mixtures.megatron.blended_dataset import MAX_DATASETS, build_blend_indexes
 from fw_assets.mixtures.megatron.utils import normalize
-from fw_assets_tests.extras import extra_module
+from fw_assets_tests.support.extras import extra_module
 
 extra_module("megatron.core", "megatron")
 

@@ -14,9 +14,9 @@ from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.megatron.gpt_dataset import plan_epochs
-from fw_assets_tests.extras import extra_module
-from fw_assets_tests.mixtures.megatron_oracle import BLEND_CASE, REWEIGHTED_CASE, megatron_build, snapshot
-from fw_assets_tests.mixtures.one_phase import plan
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.megatron_oracle import BLEND_CASE, REWEIGHTED_CASE, megatron_build, snapshot
+from fw_assets_tests.support.one_phase import plan
 
 extra_module("megatron.core", "megatron")
 

@@ -11,8 +11,8 @@ from fw_assets.mixtures.megatron.gpt_dataset import (
     build_shuffle_index,
     plan_epochs,
 )
-from fw_assets_tests.extras import extra_module
-from fw_assets_tests.mixtures.megatron_oracle import megatron_build
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.megatron_oracle import megatron_build
 
 extra_module("megatron.core", "megatron")
 

@@ -1,0 +1,146 @@
+"""The production instance for real: deploy/dagster.postgres.yaml as DAGSTER_HOME's dagster.yaml on a
+real PostgreSQL server (127.0.0.1, a free port, a password with URL-special characters), used as the
+README says: `dagster instance migrate`, one dump materialized from the CLI, then the webserver and
+the daemon, and two dumps backfilled the way the UI launches a backfill; then the first two
+backfilled again and the third materialized from the CLI, which re-runs nothing (issue 28)."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from fw_assets.synthetic import write_sample_dump
+from fw_assets_tests.support.dagster_services import (
+    BIN,
+    REPO_ROOT,
+    DagsterServices,
+    assert_check_results_belong_to_their_dumps,
+    assert_every_asset_materialized,
+    assert_whole_chain_succeeded,
+    backfill_again_then_cli,
+    chain_asset_keys,
+    dagster_cli,
+    migrate_instance,
+    run_partition,
+)
+from fw_assets_tests.support.postgres_server import PostgresServer, find_postgres_binaries
+
+pytestmark = pytest.mark.e2e
+
+PRODUCTION_YAML = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
+CLI_DUMP = "CC-MAIN-2013-20"
+BACKFILL_DUMPS = ["CC-MAIN-2013-48", "CC-MAIN-2014-10"]
+ROWS = 1_200
+
+
+@pytest.fixture(scope="module")
+def database():
+    binaries = find_postgres_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL is not installed (no initdb/pg_ctl under /usr/lib/postgresql/*/bin or on "
+                    "PATH): `apt-get install postgresql`, as .ci/run does where apt-get is available")
+    server = PostgresServer(binaries)
+    try:
+        yield server.database
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, database) -> dict:
+    root = tmp_path_factory.mktemp("postgres-e2e")
+    home, source, output = root / "dagster_home", root / "fineweb-edu", root / "fineweb"
+    for folder in (home, source / "data", output):
+        folder.mkdir(parents=True)
+    shutil.copy(PRODUCTION_YAML, home / "dagster.yaml")
+    env = {
+        **os.environ,
+        **database.dagster_env(),
+        "DAGSTER_HOME": str(home),
+        "FW_SOURCE_DIR": str(source),
+        "FW_OUTPUT_DIR": str(output),
+        # What the README tells operators to set on the daemon (a backfill survives a database outage).
+        "DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR": "1",
+    }
+    return {"home": home, "source": source, "env": env}
+
+
+@pytest.fixture(scope="module")
+def migrated(world) -> str:
+    return migrate_instance(world["env"])
+
+
+@pytest.fixture(scope="module")
+def cli_materialized(world, migrated) -> str:
+    write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=2)
+    return dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+                       "--partition", CLI_DUMP, env=world["env"], cwd=world["home"])
+
+
+@pytest.fixture(scope="module")
+def services(world, cli_materialized):
+    running = DagsterServices(world["home"], world["env"])
+    try:
+        running.wait_until_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def backfill_runs(services, world) -> list[dict]:
+    """With the sensor off, two more dumps: Materialize all → pick both → Launch backfill."""
+    services.stop_sensor("new_dumps")
+    for dump in BACKFILL_DUMPS:
+        write_sample_dump(world["source"], dump, rows=ROWS, files=1)
+    backfill_id = services.launch_backfill(chain_asset_keys(), BACKFILL_DUMPS)
+    return services.wait_for_runs("the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS))
+
+
+def test_the_cli_loads_the_production_instance_and_migrates_it(world, migrated):
+    info = dagster_cli("instance", "info", env=world["env"], cwd=world["home"])
+    for storage in ("run_storage: PostgresRunStorage", "event_log_storage: PostgresEventLogStorage",
+                    "schedule_storage: PostgresScheduleStorage"):
+        assert storage in info
+    schema = yaml.safe_load(info.split("Storage schema state:")[1].split("\n", 2)[2])["schema"]
+    assert all(state["current"] == state["latest"] for state in schema.values()), schema
+
+
+def test_without_a_dagster_pg_variable_the_cli_names_it(world, migrated):
+    env = {name: value for name, value in world["env"].items() if name != "DAGSTER_PG_PORT"}
+    completed = subprocess.run([str(BIN / "dagster"), "instance", "info"], env=env, cwd=world["home"],
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode != 0
+    assert 'environment variable "DAGSTER_PG_PORT" which is not set' in completed.stderr
+
+
+def test_a_dump_materialized_from_the_cli_is_in_the_production_history(services, cli_materialized):
+    assert_every_asset_materialized(services, [CLI_DUMP])
+    [run] = services.runs({"dagster/partition": CLI_DUMP})
+    assert_whole_chain_succeeded(run)
+
+
+def test_the_webserver_and_daemon_serve_the_production_instance(services):
+    services.assert_serves_instance_config(PRODUCTION_YAML)
+
+
+def test_a_backfill_of_two_dumps_runs_through_the_daemon(services, backfill_runs):
+    assert sorted(run_partition(run) for run in backfill_runs) == BACKFILL_DUMPS
+    for run in backfill_runs:
+        assert_whole_chain_succeeded(run)
+    assert_every_asset_materialized(services, [CLI_DUMP, *BACKFILL_DUMPS])
+
+
+def test_every_check_result_belongs_to_its_dumps_materialization(services, backfill_runs):
+    assert_check_results_belong_to_their_dumps(services, [CLI_DUMP, *BACKFILL_DUMPS])
+
+
+def test_a_repeated_backfill_then_a_cli_run_re_runs_nothing_and_keeps_every_check_on_its_dump(
+    services, world, backfill_runs
+):
+    dumps = [CLI_DUMP, *BACKFILL_DUMPS]
+    runs = backfill_again_then_cli(services, dumps, world["env"], world["home"])
+    assert sorted(run_partition(run) for run in runs) == dumps  # stale_dedup re-ran nothing
+    assert_check_results_belong_to_their_dumps(services, dumps)

@@ -1,0 +1,333 @@
+"""End to end with the real services: dagster-webserver and dagster-daemon on 127.0.0.1 over
+workspace.yaml and the repo's dagster.yaml, a generated dump dropped into the source folder, a UI
+backfill through GraphQL, a dump materialized from the CLI, and a headless Chromium looking at the
+UI. Every dump's check results must show on that dump's own materialization. The CLI's dump is
+earlier than the backfilled ones (downloaded late): the UI shows their decisions stale until the
+`stale_dedup` sensor re-runs them."""
+
+import ast
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from fw_assets import settings
+from fw_assets.automation.new_dumps import FINGERPRINT_TAG
+from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.paths import bucket_dump_dirs, selection_path
+from fw_assets.partitions import known_dumps
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.synthetic import write_sample_dump
+from fw_assets_tests.support.dagster_services import (
+    REPO_ROOT,
+    DagsterServices,
+    HeadlessChromium,
+    assert_check_results_belong_to_their_dumps,
+    assert_every_asset_materialized,
+    assert_whole_chain_succeeded,
+    backfill_again_then_cli,
+    chain_asset_keys,
+    dagster_cli,
+    find_chromium,
+    tag,
+    wait_for,
+    write_instance_yaml,
+)
+
+pytestmark = pytest.mark.e2e
+
+SENSOR_DUMP = "CC-MAIN-2013-20"
+BACKFILL_DUMPS = ("CC-MAIN-2014-10", "CC-MAIN-2014-15")
+CLI_DUMP = "CC-MAIN-2013-48"  # between the sensor's dump and the backfilled ones
+ROWS = 1_200
+ARTIFACTS = REPO_ROOT / "artifacts" / "e2e"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("e2e")
+    paths = {"home": root / "dagster_home", "source": root / "fineweb-edu", "output": root / "fineweb"}
+    for path in paths.values():
+        path.mkdir()
+    (paths["source"] / "data").mkdir()
+    write_instance_yaml(paths["home"])
+    return paths
+
+
+def deployment_env(world: dict[str, Path]) -> dict[str, str]:
+    return {
+        "FW_SOURCE_DIR": str(world["source"]),
+        "FW_OUTPUT_DIR": str(world["output"]),
+        settings.SENSOR_INTERVAL_ENV: "5",
+    }
+
+
+@pytest.fixture(scope="module")
+def services(world):
+    running = DagsterServices(world["home"], deployment_env(world))
+    try:
+        running.wait_until_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+def materialized_partitions(services: DagsterServices, key) -> set[str]:
+    return services.partition_statuses(key)["materializedPartitions"]
+
+
+def assert_published(output: Path, dump: str) -> None:
+    assert selection_path(output, dump).is_file()
+    for bucket, folder in bucket_dump_dirs(output, dump, SEED_POLICY).items():
+        assert list(folder.glob("*.parquet")), f"{dump}: nothing published for bucket {bucket} in {folder}"
+
+
+@pytest.fixture(scope="module")
+def sensor_run(services, world) -> dict:
+    """A dump dropped into the running deployment's source folder, processed by the sensor."""
+    write_sample_dump(world["source"], SENSOR_DUMP, rows=ROWS, files=2)
+    tags = {"dagster/sensor_name": "new_dumps", "dagster/partition": SENSOR_DUMP}
+    [run] = services.wait_for_runs("the sensor's run", tags, 1)
+    return run
+
+
+@pytest.fixture(scope="module")
+def backfill_runs(services, world, sensor_run) -> tuple[str, list[dict]]:
+    """With the sensor turned off (as in the UI), two more dumps backfilled through GraphQL."""
+    services.stop_sensor("new_dumps")
+    for dump in BACKFILL_DUMPS:
+        write_sample_dump(world["source"], dump, rows=ROWS, files=1)
+    backfill_id = services.launch_backfill(chain_asset_keys(), list(BACKFILL_DUMPS))
+    return backfill_id, services.wait_for_runs(
+        "the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS)
+    )
+
+
+def test_the_deployment_runs_on_the_repos_instance_config(services):
+    services.assert_serves_instance_config(REPO_ROOT / "dagster.yaml")
+    assert services.sensor_state("new_dumps")["status"] in ("RUNNING", "STOPPED")  # the sensor is loaded
+
+
+def test_a_dump_dropped_into_the_source_folder_is_processed_by_the_sensor(services, world, sensor_run):
+    assert_whole_chain_succeeded(sensor_run)
+    fingerprint = tag(sensor_run, FINGERPRINT_TAG)
+    assert fingerprint and fingerprint in tag(sensor_run, "dagster/run_key")
+    assert_published(world["output"], SENSOR_DUMP)
+    for key in chain_asset_keys():
+        assert SENSOR_DUMP in materialized_partitions(services, key), key.to_user_string()
+    # The sensor went on ticking and requested nothing more for the same files.
+    assert len(services.runs({"dagster/sensor_name": "new_dumps"})) == 1
+
+
+@dataclass(frozen=True)
+class LateDump:
+    """The CLI's run of a dump earlier than the backfilled ones, and what the UI said of each
+    dump's decisions just before and just after it (with `stale_dedup` switched off meanwhile)."""
+
+    run: dict
+    before: dict[str, tuple[str, list[str]]]
+    after: dict[str, tuple[str, list[str]]]
+    earlier_reruns: set[str]  # ids of the runs `stale_dedup` had launched before
+
+
+def decisions_staleness(services: DagsterServices, dumps) -> dict[str, tuple[str, list[str]]]:
+    return {dump: services.stale_status(deduplicated.key, dump) for dump in dumps}
+
+
+def all_current(services: DagsterServices, dumps) -> dict | None:
+    """Each dump's decisions as the UI shows them, once no run is queued or running and none is stale."""
+    if any(run["status"] not in ("SUCCESS", "FAILURE", "CANCELED") for run in services.runs({})):
+        return None
+    staleness = decisions_staleness(services, dumps)
+    return staleness if all(status == "FRESH" for status, _ in staleness.values()) else None
+
+
+def stale_dedup_runs(services: DagsterServices) -> list[dict]:
+    return services.runs({"dagster/sensor_name": "stale_dedup"})
+
+
+@pytest.fixture(scope="module")
+def cli_run(services, world, backfill_runs) -> LateDump:
+    """A third dump materialized from the CLI (`dagster asset materialize`) beside the running
+    services, after the decisions of the dumps before it settled (a backfilled dump decided before
+    the other was signed is re-run by `stale_dedup` first)."""
+    decided = [SENSOR_DUMP, *BACKFILL_DUMPS]
+    before = wait_for("every decision to be current", lambda: all_current(services, decided), 180,
+                      every=3, logs=services.logs)
+    services.stop_sensor("stale_dedup")
+    try:  # the sensor back on whatever happens, or later tests wait for re-runs that never come
+        earlier_reruns = {run["runId"] for run in stale_dedup_runs(services)}
+        write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=1)
+        env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+        dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+                    "--partition", CLI_DUMP, env=env, cwd=world["home"])
+        after = decisions_staleness(services, [*decided, CLI_DUMP])
+    finally:
+        services.start_sensor("stale_dedup")
+    [run] = services.runs({"dagster/partition": CLI_DUMP})
+    return LateDump(run, before, after, earlier_reruns)
+
+
+def test_a_backfill_of_two_dumps_is_two_runs_each_holding_the_whole_chain(services, world, backfill_runs):
+    backfill_id, finished = backfill_runs
+    assert len(services.runs({"dagster/backfill": backfill_id})) == len(BACKFILL_DUMPS)
+    # Dagster's default backfill policy: each run is one dump, tagged as a partition (not a range)
+    assert sorted(tag(run, "dagster/partition") for run in finished) == sorted(BACKFILL_DUMPS)
+    assert not any(tag(run, "dagster/asset_partition_range_start") for run in finished)
+    for run in finished:
+        assert_whole_chain_succeeded(run)
+    for dump in BACKFILL_DUMPS:
+        assert_published(world["output"], dump)
+
+
+def test_each_dump_of_the_sensor_and_the_backfill_has_its_checks_on_its_own_materialization(
+    services, sensor_run, backfill_runs
+):
+    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS]
+    assert_every_asset_materialized(services, dumps)
+    assert_check_results_belong_to_their_dumps(services, dumps)
+
+
+def test_a_dump_materialized_from_the_cli_has_its_checks_on_its_own_materialization(
+    services, world, cli_run
+):
+    assert_whole_chain_succeeded(cli_run.run)
+    assert_published(world["output"], CLI_DUMP)
+    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS, CLI_DUMP]
+    assert_every_asset_materialized(services, dumps)
+    assert_check_results_belong_to_their_dumps(services, dumps)
+
+
+def test_the_lineage_shows_each_dumps_decisions_reading_the_band_keys_of_every_earlier_dump(services):
+    data = services.graphql(
+        """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+             dependencies { asset { assetKey { path } isMaterializable groupName
+               dependencies { asset { assetKey { path } } } } partitionMapping { className description } } } } }""",
+        {"key": {"path": deduplicated.key.path}},
+    )
+    deps = {dg.AssetKey(d["asset"]["assetKey"]["path"]): d for d in data["assetNodeOrError"]["dependencies"]}
+    assert set(deps) == {dg.AssetKey("minhash"), band_key_index.key}
+    assert deps[dg.AssetKey("minhash")]["partitionMapping"] is None  # its own dump's
+    index = deps[band_key_index.key]
+    # observed, not materialized, and outside the per-dump group: no backfill of a dump selects it
+    assert not index["asset"]["isMaterializable"] and index["asset"]["groupName"] != "fineweb_edu"
+    assert [d["asset"]["assetKey"]["path"] for d in index["asset"]["dependencies"]] == [["minhash"]]
+    assert index["partitionMapping"]["className"] == "StaticPartitionMapping"
+    mapping = ast.literal_eval(index["partitionMapping"]["description"].split("\n", 1)[1])
+    for dump in (CLI_DUMP, *BACKFILL_DUMPS):
+        read = {earlier for earlier, later in mapping.items() if dump in later}
+        assert read == {d for d in known_dumps() if d < dump}, dump
+
+
+def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_stale_dedup_reruns_them(
+    services, cli_run
+):
+    assert {dump: status for dump, (status, _) in cli_run.before.items()} == dict.fromkeys(
+        (SENSOR_DUMP, *BACKFILL_DUMPS), "FRESH"
+    )
+    assert cli_run.after[SENSOR_DUMP] == cli_run.after[CLI_DUMP] == ("FRESH", [])
+    for dump in BACKFILL_DUMPS:
+        assert cli_run.after[dump] == ("STALE", [f"band_key_index[{CLI_DUMP}]: has a new data version"])
+
+    def reruns() -> list[dict] | None:
+        runs = [r for r in stale_dedup_runs(services) if r["runId"] not in cli_run.earlier_reruns]
+        return runs if runs and all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]) else None
+
+    runs = wait_for("stale_dedup to re-run the later dumps", reruns, 240, every=3, logs=services.logs)
+    assert sorted(tag(run, "dagster/partition") for run in runs) == sorted(BACKFILL_DUMPS)  # one each
+    for run in runs:
+        assert {s["stepKey"]: s["status"] for s in run["stepStats"]} == dict.fromkeys(
+            ("deduplicated", "tokenized"), "SUCCESS"
+        )
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    executable = find_chromium()
+    if executable is None:
+        pytest.fail("Chromium not found: `apt-get install -y chromium` (.ci/run installs it)")
+    # Wide enough that the six-asset chain (drawn left to right) fits at a zoom where Dagster draws
+    # each node's partition counts ("% filled"); 1600 px wide, it drew no node text.
+    browser = HeadlessChromium(executable, width=2400)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, cli_run, chromium):
+    assets = [key.to_user_string() for key in chain_asset_keys()]
+    chromium.open(f"{services.url}/locations/fw_assets/asset-groups/fineweb_edu")
+    try:
+        graph = chromium.wait_for_text(
+            "the asset graph of group fineweb_edu, loaded",
+            ["fineweb_edu", *assets, "% filled"],
+            absent=("Loading",),
+        )
+    finally:
+        shot = chromium.screenshot(ARTIFACTS / "asset-graph.png")
+    print(f"asset graph screenshot: {shot}")
+    assert graph.count(f"{len(known_dumps())} partitions") == len(assets)
+    assert "Materialize all" in graph
+
+    dumps = [SENSOR_DUMP, *BACKFILL_DUMPS, CLI_DUMP]
+    chromium.open(f"{services.url}/assets/bucketed?view=partitions")
+    partitions = chromium.wait_for_text(
+        "the bucketed partitions view", [f"Materialized ({len(dumps)})", *dumps]
+    )
+    shot = chromium.screenshot(ARTIFACTS / "bucketed-partitions.png")
+    print(f"partitions screenshot: {shot}")
+    assert "Failed (0)" in partitions
+
+
+def test_a_checks_page_shows_one_dumps_result_on_that_dumps_materialization(services, cli_run, chromium):
+    """raw → Checks → key_columns → Partitions → a backfilled dump: passed, in the dump's run,
+    targeting the materialization of that same run."""
+    dump = BACKFILL_DUMPS[0]
+    run_id = services.materialization_run(dg.AssetKey("raw"), dump)
+    chromium.open(f"{services.url}/assets/raw?view=checks&checkDetail=key_columns")
+    chromium.click("the check's Partitions tab", "button[role=tab]", "Partitions")  # <a> tabs are the asset's
+    chromium.click(f"partition {dump} in the list", f'[data-tooltip="{dump}"]')
+    # the selected dump's status tag, then its latest execution, its run and its target materialization
+    chromium.wait_for_text(
+        f"key_columns of {dump}", ["Passed\nLatest execution", "Target materialization", run_id[:8]]
+    )
+    shot = chromium.screenshot(ARTIFACTS / f"raw-key_columns-{dump}.png")
+    print(f"check page screenshot: {shot}")
+    # "Target materialization" links to the run that materialized this dump
+    assert any(link.endswith(f"/runs/{run_id}") for link in chromium.links()), chromium.links()
+
+
+@dataclass(frozen=True)
+class RepeatedDumps:
+    """The first two dumps backfilled again (same files: the same band keys), then the third
+    materialized from the CLI, with `stale_dedup` running throughout (issue 28)."""
+
+    runs: list[dict]  # every run launched meanwhile
+    settled: dict[str, tuple[str, list[str]]]  # what the UI then says of each dump's decisions
+
+
+@pytest.fixture(scope="module")
+def repeated(services, world, cli_run) -> RepeatedDumps:
+    dumps = [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]
+    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    runs = backfill_again_then_cli(services, dumps[:3], env, world["home"])
+    return RepeatedDumps(runs, decisions_staleness(services, dumps))
+
+
+def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
+    # the backfill's two runs and the CLI's, one each: stale_dedup re-ran nothing
+    assert sorted(tag(r, "dagster/partition") for r in repeated.runs) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
+    assert not [r for r in repeated.runs if tag(r, "dagster/sensor_name")]
+    assert repeated.settled == dict.fromkeys(repeated.settled, ("FRESH", []))  # what the UI shows
+    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    preview = dagster_cli("sensor", "preview", "stale_dedup", "-m", "fw_assets.definitions",
+                          env=env, cwd=world["home"])
+    assert "Every dump was decided against its earlier dumps' latest band keys" in preview, preview
+
+
+def test_after_the_repeated_runs_every_check_is_on_its_dumps_latest_materialization(services, repeated):
+    assert_check_results_belong_to_their_dumps(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS])

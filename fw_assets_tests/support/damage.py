@@ -1,0 +1,53 @@
+"""Damaged bytes in published files, the size and headers intact: what only a checksum or digest can tell."""
+
+import json
+from pathlib import Path
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fw_assets.paths import generation_record_path, publication_name
+
+def damage_first_page(path: Path, column: str) -> None:
+    """Overwrite 256 bytes inside the first page of `column`'s chunk in row group 0 of a parquet
+    file, leaving its size, page headers and footer intact: only the page checksum can tell."""
+    group = pq.read_metadata(path).row_group(0)
+    chunks = [group.column(i) for i in range(group.num_columns)]
+    (chunk,) = [c for c in chunks if c.path_in_schema == column]
+    start = (chunk.dictionary_page_offset or chunk.data_page_offset) + 64
+    data = bytearray(path.read_bytes())
+    data[start : start + 256] = bytes(range(256))
+    path.write_bytes(bytes(data))
+
+
+def damage_arrow_values(path: Path, column: str) -> None:
+    """Overwrite 256 bytes of an Arrow file from where `column`'s first value is stored, leaving
+    its size, message headers and footer intact: only the column's digest can tell."""
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    first = table.column(column).drop_null()[0].as_py()
+    stored = first if isinstance(first, bytes) else np.uint64(first).tobytes()  # binary or uint64
+    data = bytearray(path.read_bytes())
+    start = data.index(stored)
+    data[start : start + 256] = bytes(range(256))
+    path.write_bytes(bytes(data))
+
+
+def rewrite_in_row_groups(output: Path, dump: str, path: Path, rows_per_group: int = 100) -> None:
+    """A bucketed file's rows again in row groups of `rows_per_group`, as another writer might
+    publish them (the dump's bucketed generation record updated with the new size)."""
+    pq.write_table(pq.read_table(path), path, row_group_size=rows_per_group, compression="zstd")
+    record_path = generation_record_path(output, publication_name("bucketed", dump))
+    record = json.loads(record_path.read_text())
+    record["files"][str(path.relative_to(output))] = path.stat().st_size
+    record_path.write_text(json.dumps(record))
+
+
+def damage_text_page(path: Path, group: int) -> None:
+    """Overwrite 64 bytes in the middle of the `text` column of row group `group`, same size."""
+    metadata = pq.ParquetFile(path).metadata
+    names = [metadata.row_group(group).column(i).path_in_schema for i in range(metadata.num_columns)]
+    chunk = metadata.row_group(group).column(names.index("text"))
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    middle = start + chunk.total_compressed_size // 2
+    data = bytearray(path.read_bytes())
+    data[middle : middle + 64] = bytes(range(64))
+    path.write_bytes(bytes(data))

@@ -1,0 +1,102 @@
+"""Running the chain on generated dumps, as tests do: in process, or as a child killed mid-way."""
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+from fw_assets.automation.dump_runs import PARTITION_TAG
+from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.dedup.minhash import minhash
+from fw_assets.jobs import dump_chain_job
+from fw_assets.resources import Warehouse, FineWebStorage
+
+# The generated dumps most tests run on, in crawl order.
+SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
+CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
+
+
+def resources(source_root: Path, output_root: Path) -> dict:
+    return {
+        "storage": FineWebStorage(source_dir=str(source_root), output_dir=str(output_root)),
+        "warehouse": Warehouse(threads=2, memory_limit="2GiB"),
+    }
+
+
+def materialize_dump(
+    source_root: Path,
+    output_root: Path,
+    dump: str,
+    assets=CHAIN,
+    instance=None,
+    raise_on_error=True,
+    extra_resources: dict | None = None,
+) -> dg.ExecuteInProcessResult:
+    """Materialize `assets` for one dump; `extra_resources` (e.g. `tokenizer`) join the defaults."""
+    return dg.materialize(
+        assets,
+        partition_key=dump,
+        resources={**resources(source_root, output_root), **(extra_resources or {})},
+        instance=instance,
+        raise_on_error=raise_on_error,
+    )
+
+
+def read_source(source_root: Path, dump: str) -> pa.Table:
+    files = sorted((source_root / "data" / dump).glob("*.parquet"))
+    return pa.concat_tables(pq.read_table(f) for f in files)
+
+
+def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus) -> str:
+    """A run of the dump's chain as the daemon queues it (from the code location) or the CLI
+    starts it; returns its id."""
+    origin = RemoteJobOrigin(
+        RemoteRepositoryOrigin(
+            InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="fw_assets.definitions")),
+            "__repository__",
+        ),
+        dump_chain_job.name,
+    )
+    run = dg.DagsterRun(job_name=dump_chain_job.name, run_id=str(uuid.uuid4()), status=status,
+                        tags={PARTITION_TAG: dump}, remote_job_origin=origin)
+    instance.add_run(run)
+    return run.run_id
+
+
+# A child process materializes one asset of a dump and SIGKILLs itself right after moving the first
+# old published file or folder aside (into `replaced/`): a publication killed half way.
+_KILLED_MID_PUBLISH = """
+import sys
+from pathlib import Path
+from fw_assets_tests.support.killing import die_after_rename
+from fw_assets_tests.support.runs import materialize_dump
+{imports}
+die_after_rename(lambda done, source, destination: Path(destination).parent.name == "replaced")
+materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[{asset}], extra_resources={resources})
+"""
+
+
+def killed_mid_publish(source: Path, output: Path, dump: str, imports: str, asset: str, resources: str = "None") -> int:
+    """Run the child above (`imports`: the lines bringing `asset` and what `resources` names);
+    its exit code, -9 when it was killed as planned."""
+    script = _KILLED_MID_PUBLISH.format(imports=imports, asset=asset, resources=resources)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run([sys.executable, "-c", script, str(source), str(output), dump], env=env).returncode
+
+
+def subprocess_env(source_root: Path, output_root: Path, dagster_home: Path) -> dict[str, str]:
+    """This environment, with the folders a CLI process started by a test reads and writes."""
+    return {
+        **os.environ,
+        "FW_SOURCE_DIR": str(source_root),
+        "FW_OUTPUT_DIR": str(output_root),
+        "DAGSTER_HOME": str(dagster_home),
+    }

@@ -1,0 +1,43 @@
+"""What an output root published, and copies of it that a test may write into."""
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+from fw_assets.paths import generation_record_path
+
+def published_tree(output_root: Path) -> dict[str, str]:
+    """Every published file (not staging) under the output root, relative path -> sha256."""
+    return {
+        str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(output_root.rglob("*"))
+        if p.is_file() and ".staging" not in p.relative_to(output_root).parts
+    }
+
+
+def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
+    """After a test edits a published file: make the generation record agree with its new size,
+    as damage that no size check sees would."""
+    record_file = generation_record_path(output_root, publication)
+    record = json.loads(record_file.read_text())
+    record["files"][str(published.relative_to(output_root))] = published.stat().st_size
+    record_file.write_text(json.dumps(record))
+
+
+def make_read_only(root: Path) -> None:
+    """Take write permission from every file and folder under `root`: a test that writes into
+    an output other tests share fails at once instead of changing what they read."""
+    for folder, _, files in os.walk(root):
+        for name in files:
+            os.chmod(os.path.join(folder, name), stat.S_IRUSR | stat.S_IRGRP)
+        os.chmod(folder, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
+
+
+def writable_copy(shared: Path, destination: Path) -> Path:
+    """A copy of a shared read-only output that a test may write into."""
+    shutil.copytree(shared, destination, copy_function=shutil.copyfile)
+    for folder, _, _ in os.walk(destination):
+        os.chmod(folder, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
+    return destination
