@@ -17,8 +17,8 @@ BIN = Path(sys.executable).parent
 
 
 def operating_shell() -> list[str]:
-    """The lines of the block the 'Operating it' section asks every shell to run first."""
-    section = README.split("## Operating it", 1)[1]
+    """The lines of the block the 'Running it' section asks every shell to run first."""
+    section = README.split("## Running it", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1)
     return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
 
