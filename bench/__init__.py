@@ -1,4 +1,4 @@
 """Benchmarks of fw_assets against the floor, the seed's datatrove pipeline and the tokenizer.
 
-Run `python -m bench.run --help`; results are described in BENCHMARKS.md.
+Run `python -m bench.run --help`; results are in docs/benchmarks.md.
 """

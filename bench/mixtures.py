@@ -7,7 +7,7 @@ Generates the token files once (bench/work/mixtures/), then runs, each as a whol
 fresh cache folder: Megatron-Core's `BlendedMegatronDatasetBuilder` (single process, as rank 0
 does at the start of training), and fw_assets' plan + build with 1 and with `--workers`
 processes. Checks that every fw_assets cache is byte-identical to Megatron's, and prints a
-table (also in bench/results/mixtures-<time>.md and .json). See BENCHMARKS.md.
+table (also in bench/results/mixtures-<time>.md and .json). See docs/benchmarks.md.
 """
 
 import argparse

@@ -7,7 +7,7 @@
 Generates FineWeb-Edu-shaped dumps once (cached in bench/work/data/), runs every case as a whole
 process, `--runs` times, interleaved (run 1 of every case, then run 2, ...), checks that
 fw_assets and datatrove chose the same ids per bucket and dump, and prints one table (also
-written to bench/results/<time>.md and .json). See BENCHMARKS.md.
+written to bench/results/<time>.md and .json). See docs/benchmarks.md.
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """Training mixtures: recipes (YAML) planned over the token files, and Megatron-Core's own sample,
-shuffle and blend indexes built ahead of training, byte for byte (see the README, "Training mixtures").
+shuffle and blend indexes built ahead of training, byte for byte (docs/mixtures.md).
 
 Plain modules, no Dagster:
 - `recipe`: a recipe file parsed and checked (every mistake a `RecipeError` naming file and key),

@@ -1,4 +1,4 @@
-"""Mixture recipes: one YAML file per training mixture (format in the README, examples beside this
+"""Mixture recipes: one YAML file per training mixture (format in docs/recipes.md, examples beside this
 module). `load_recipe` parses and checks one; every mistake is a `RecipeError` naming the file and
 the key.
 """
@@ -365,7 +365,7 @@ def _tokenizer_identity(fields: "_Fields") -> tuple[dict, tuple[str, ...]]:
     if kind != "NullTokenizer":
         raise RecipeError(
             fields.path, "megatron.tokenizer.type",
-            f"{kind!r}: give `identity:` (its unique_identifiers, see the README) for tokenizers other than NullTokenizer",
+            f"{kind!r}: give `identity:` (its unique_identifiers, see docs/mixtures.md) for tokenizers other than NullTokenizer",
         )
     vocab_size = fields.positive_int("vocab_size")
     identity = {"class": NULL_TOKENIZER_CLASS, "tokenizer_path": None, "vocab_size": str(vocab_size)}

@@ -1,6 +1,6 @@
 """The built-in probe: an interpolated Kneser-Ney bigram model over a dump's own tokens.
 
-Reference sample (deterministic, documented in the README): a document belongs to reference half
+Reference sample (deterministic, documented in docs/probe-losses.md): a document belongs to reference half
 A when `xxh64(id, seed=REFERENCE_SEED) % REFERENCE_GROUPS == 0`, to half B when it is 1. Each half
 is its documents' tokens, buckets in policy order, documents in id order, cut after
 `REFERENCE_TOKENS` tokens. Model A is fitted on half A, model B on half B; a document of half A is
