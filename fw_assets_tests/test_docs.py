@@ -1,0 +1,220 @@
+"""The README and the docs site say true things about the code and read as a guide, not a changelog:
+every file path and every dotted name of the package they cite exists, the README stays a front
+door, and no work-item tag or history word is left in their prose."""
+
+import ast
+import importlib.util
+import re
+import unicodedata
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 300
+
+# Repository paths a page may cite; folders the project generates (gitignored) are not checked.
+CITED_ROOTS = ("fw_assets", "sql", "deploy", "bench")
+GENERATED = ("bench/work/", "bench/results/")
+PATH = re.compile(r"(?<![\w/$.-])((?:%s)/[\w./*<>{}-]*)" % "|".join(CITED_ROOTS))
+DOTTED = re.compile(r"(?<![\w./-])fw_assets(?:\.[A-Za-z_]\w*)+")
+CALL = re.compile(r"(?<![\w./-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?=\()")
+
+# What a guide does not say: work-item tags such as "(25.4)" or "(26)", and the history of the work.
+HISTORY = {
+    "a work-item tag": re.compile(r"(?<![\w)\]])\(\s*\d{1,2}(?:\.\d{1,2})?\s*\)|\b[Ii]ssues? \d+"),
+    "'pass'": re.compile(r"\bpass\b", re.I),
+    "'next'": re.compile(r"\bnext\b", re.I),
+    "'used to'": re.compile(r"\bused to\b", re.I),
+    "'before this version'": re.compile(r"\bbefore this version\b", re.I),
+}
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(REPO_ROOT))
+
+
+def lines_with(page: Path, pattern: re.Pattern, text: str | None = None) -> list[tuple[int, str]]:
+    """(line number, match) of every match of `pattern` in `text` (default: the page)."""
+    text = page.read_text() if text is None else text
+    return [(text.count("\n", 0, m.start()) + 1, m.group(0)) for m in pattern.finditer(text)]
+
+
+def prose(text: str) -> str:
+    """The page without its code (fenced blocks, inline spans), line for line: code quotes the
+    program's own messages and commands."""
+    text = re.sub(r"^( *)(```|~~~).*?^\1\2", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
+    text = re.sub(r"^(    |\t).*$", "", text, flags=re.M)  # indented blocks
+    return re.sub(r"(`+)(?!`).+?(?<!`)\1(?!`)", lambda m: " " * len(m.group(0)), text)
+
+
+def cites_a_path(text: str) -> bool:
+    """A file (a name with an extension), a folder (a trailing slash), a glob or a placeholder;
+    not a Dagster tag such as `fw_assets/host`."""
+    path = text.rstrip(".,:;)")
+    return path.endswith("/") or any(mark in path for mark in "*<{") or "." in path.rsplit("/", 1)[-1]
+
+
+def cited_path_exists(path: str) -> bool:
+    """A path exists; a glob matches something; a path with a placeholder (`<dump>`, `{…}`) has
+    its part before the placeholder as an existing folder."""
+    path = path.rstrip(".,:;)")
+    for mark in "<{":
+        if mark in path:
+            path = path[: path.index(mark)].rsplit("/", 1)[0]
+    if "*" in path:
+        return any(REPO_ROOT.glob(path))
+    return (REPO_ROOT / path).exists()
+
+
+@cache
+def module_tree(module: str) -> ast.Module | None:
+    """The parsed source of an fw_assets module, or None when there is no such module."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return ast.parse(Path(spec.origin).read_text())
+
+
+def defined_names(body: list[ast.stmt]) -> set[str]:
+    """Names a module or class body binds: definitions, assignments and imports."""
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def resolves(dotted: str) -> bool:
+    """`fw_assets.a.b.Name.attr`: the longest prefix that is a module, then each further part
+    defined in the module, then in the class before it."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        tree = module_tree(".".join(parts[:split]))
+        if tree is not None:
+            break
+    else:
+        return False
+    body = tree.body
+    for name in parts[split:]:
+        if name not in defined_names(body):
+            return False
+        found = [n for n in body if isinstance(n, ast.ClassDef) and n.name == name]
+        body = found[0].body if found else []
+    return True
+
+
+@cache
+def package_names() -> dict[str, set[str]]:
+    """Each public top-level name of the package's modules, with the modules that define it."""
+    index: dict[str, set[str]] = {}
+    for path in (REPO_ROOT / "fw_assets").rglob("*.py"):
+        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                index.setdefault(node.name, set()).add(module)
+    return index
+
+
+def misnamed_module(chain: str) -> str | None:
+    """For `cache.write_stage_cache(...)`: a function or class of the package called under a module
+    name that is not its module's; returns the full name to write instead."""
+    parts = chain.split(".")
+    for i in range(1, len(parts)):
+        modules = package_names().get(parts[i], set())
+        prefix = ".".join(parts[:i])
+        if modules and not any(m == prefix or m.endswith("." + prefix) for m in modules):
+            return " or ".join(f"{m}.{parts[i]}" for m in sorted(modules))
+    return None
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_cited_path_exists(page):
+    missing = [
+        f"line {line}: {path}"
+        for line, path in lines_with(page, PATH)
+        if cites_a_path(path) and not path.startswith(GENERATED) and not cited_path_exists(path)
+    ]
+    assert not missing, f"{page_id(page)} cites paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_cited_module_function_and_class_exists(page):
+    missing = [f"line {line}: {name}" for line, name in lines_with(page, DOTTED) if not resolves(name)]
+    assert not missing, f"{page_id(page)} names modules or attributes that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_the_packages_functions_are_cited_under_their_own_module(page):
+    wrong = [
+        f"line {line}: {chain} (is {full})"
+        for line, chain in lines_with(page, CALL)
+        if not chain.startswith("fw_assets.") and (full := misnamed_module(chain))
+    ]
+    assert not wrong, f"{page_id(page)} cites functions under a module that does not hold them: {wrong}"
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings, as MkDocs makes them (Python-Markdown's toc slugify)."""
+    headings = re.findall(r"^#{1,6} +(.+?) *$", prose_keeping_code_text(page.read_text()), flags=re.M)
+    slugs = set()
+    for heading in headings:
+        text = unicodedata.normalize("NFKD", heading.replace("`", "")).encode("ascii", "ignore").decode()
+        slugs.add(re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower()))
+    return slugs
+
+
+def prose_keeping_code_text(text: str) -> str:
+    """The page without its fenced blocks (a `# comment` in a block is not a heading)."""
+    return re.sub(r"^( *)(```|~~~).*?^\1\2", "", text, flags=re.S | re.M)
+
+
+def test_the_readmes_links_into_the_docs_exist():
+    """The site's own links are checked by `mkdocs build --strict`; the README is not part of it."""
+    readme = REPO_ROOT / "README.md"
+    broken = []
+    for line, link in lines_with(readme, re.compile(r"\]\((docs/[^)#\s]*)(#[^)\s]*)?\)")):
+        target, _, anchor = link[2:-1].partition("#")
+        page = REPO_ROOT / target
+        if not page.is_file() or (anchor and anchor not in anchors(page)):
+            broken.append(f"line {line}: {link[2:-1]}")
+    assert not broken, f"README.md links to pages or anchors that do not exist: {broken}"
+
+
+def test_the_readme_is_a_front_door():
+    lines = (REPO_ROOT / "README.md").read_text().count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move sections to docs/ (at most {README_MAX_LINES})"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_the_prose_holds_no_work_item_tags_or_history(page):
+    text = prose(page.read_text())
+    found = [f"line {line}: {what} ({match!r})" for what, pattern in HISTORY.items()
+             for line, match in lines_with(page, pattern, text)]
+    assert not found, f"{page_id(page)} reads as a changelog: {found}"
+
+
+def test_the_checks_fail_on_what_they_guard(tmp_path):
+    """Each check above finds what it is for, so a green run means something."""
+    page = tmp_path / "page.md"
+    page.write_text("See `fw_assets/layout.py`, `fw_assets/host` and `fw_assets.resources.DuckDBSteps`, then\n"
+                    "`cache.write_stage_cache(stage)`; (25.4) it used to fail before this version.\n")
+    assert [p for _, p in lines_with(page, PATH) if cites_a_path(p) and not cited_path_exists(p)] == [
+        "fw_assets/layout.py"]
+    assert [n for _, n in lines_with(page, DOTTED) if not resolves(n)] == ["fw_assets.resources.DuckDBSteps"]
+    assert [misnamed_module(c) for _, c in lines_with(page, CALL) if misnamed_module(c)] == [
+        "fw_assets.mixtures.megatron.blended_megatron_dataset_builder.write_stage_cache"]
+    text = prose(page.read_text())
+    assert {what for what, pattern in HISTORY.items() if pattern.search(text)} == {
+        "a work-item tag", "'used to'", "'before this version'"}
