@@ -1,10 +1,16 @@
-"""Run one program as a whole process and measure it: wall time, CPU time, peak memory.
+"""Run one program as a whole process and measure it: wall time, CPU time, peak memory, and
+optionally the bytes it wrote and the peak disk use of a folder it writes into.
 
 Peak memory is the largest sum of resident set sizes over the process and all its descendants,
-sampled every `SAMPLE_SECONDS` (datatrove and Dagster run their work in child processes).
+sampled every `SAMPLE_SECONDS` (datatrove and Dagster run their work in child processes). Bytes
+written are the kernel's count (`write_bytes` of /proc/<pid>/io: bytes sent or dirtied for the
+storage layer, page-cache writes and memory-mapped writes included) of every descendant that was
+waited for, as reaping adds a child's count to its parent's. A watched folder's disk use (allocated
+blocks, a hard-linked file once) is sampled every `DISK_SAMPLE_SECONDS`.
 """
 
 import json
+import os
 import resource
 import subprocess
 import time
@@ -16,6 +22,7 @@ import psutil
 from bench.cases import RESULT_PREFIX
 
 SAMPLE_SECONDS = 0.05
+DISK_SAMPLE_SECONDS = 1.0
 
 
 @dataclass
@@ -24,6 +31,8 @@ class Measurement:
     cpu_seconds: float  # user + system of the process and every descendant it waited for
     peak_rss: int  # bytes
     facts: dict = field(default_factory=dict)  # the case's own `BENCH {...}` line
+    bytes_written: int = 0  # write_bytes of the process tree (see the module docstring)
+    peak_disk: int = 0  # the watched folder's largest disk use while it ran, bytes
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -56,19 +65,47 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(command: list[str], log: Path, env: dict | None = None, cwd: Path | None = None) -> Measurement:
-    """Run `command` to completion with its output in `log`; raise CaseFailed if it fails."""
+def _bytes_written() -> int:
+    """write_bytes of this process: its own and those of every descendant reaped so far."""
+    fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    return int(fields["write_bytes"])
+
+
+def disk_use(folder: Path) -> int:
+    """Bytes allocated to the files under `folder` now, each inode once (hard links share one)."""
+    seen, total = set(), 0
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            try:
+                status = os.lstat(os.path.join(directory, name))
+            except FileNotFoundError:
+                continue  # removed while walking
+            if (status.st_dev, status.st_ino) not in seen:
+                seen.add((status.st_dev, status.st_ino))
+                total += status.st_blocks * 512
+    return total
+
+
+def measure(command: list[str], log: Path, env: dict | None = None, cwd: Path | None = None,
+            watch: Path | None = None) -> Measurement:
+    """Run `command` to completion with its output in `log`; raise CaseFailed if it fails.
+    `watch`: a folder whose peak disk use is sampled while it runs."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    cpu_before = _children_cpu()
+    cpu_before, written_before = _children_cpu(), _bytes_written()
+    peak_disk = disk_use(watch) if watch else 0
     with open(log, "w") as output:
         started = time.perf_counter()
         process = psutil.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         peak = 0
         cpu_by_pid: dict[int, float] = {}
+        disk_sampled = started
         while process.poll() is None:
             peak = max(peak, _sample_tree(process, cpu_by_pid))
+            if watch and time.perf_counter() - disk_sampled >= DISK_SAMPLE_SECONDS:
+                peak_disk, disk_sampled = max(peak_disk, disk_use(watch)), time.perf_counter()
             time.sleep(SAMPLE_SECONDS)
         seconds = time.perf_counter() - started
+    peak_disk = max(peak_disk, disk_use(watch)) if watch else 0
     # Descendants that were waited for are in RUSAGE_CHILDREN; those that were not (datatrove's
     # forkserver workers) only in the samples, less their last SAMPLE_SECONDS.
     cpu = max(_children_cpu() - cpu_before, sum(cpu_by_pid.values()))
@@ -80,7 +117,8 @@ def measure(command: list[str], log: Path, env: dict | None = None, cwd: Path | 
     for line in text.splitlines():
         if line.startswith(RESULT_PREFIX):
             facts = json.loads(line[len(RESULT_PREFIX) :])
-    return Measurement(seconds=seconds, cpu_seconds=cpu, peak_rss=peak, facts=facts)
+    return Measurement(seconds=seconds, cpu_seconds=cpu, peak_rss=peak, facts=facts,
+                       bytes_written=_bytes_written() - written_before, peak_disk=peak_disk)
 
 
 def combine(parts: list[Measurement]) -> Measurement:
@@ -93,4 +131,6 @@ def combine(parts: list[Measurement]) -> Measurement:
         cpu_seconds=sum(p.cpu_seconds for p in parts),
         peak_rss=max(p.peak_rss for p in parts),
         facts=facts,
+        bytes_written=sum(p.bytes_written for p in parts),
+        peak_disk=max(p.peak_disk for p in parts),
     )

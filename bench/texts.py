@@ -21,7 +21,13 @@ import pyarrow.compute as pc
 
 from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic import write_sample_dump
-from fw_assets.synthetic.generator import ROW_GROUP_SIZE, file_row_ranges, write_parquet_atomically, sample_table
+from fw_assets.synthetic.generator import (
+    DEFAULT_MEDIAN_WORDS,
+    ROW_GROUP_SIZE,
+    file_row_ranges,
+    sample_table,
+    write_parquet_atomically,
+)
 
 PARAGRAPHS, BIGRAM, MULTISCRIPT = "paragraphs", "bigram", "multiscript"
 TEXT_KINDS = (PARAGRAPHS, BIGRAM, MULTISCRIPT)
@@ -37,10 +43,12 @@ SCRIPTS = np.array([
 CHAINS = 1024
 
 
-def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: str) -> None:
-    """One FineWeb-shaped dump under `root/data/<dump>/` whose texts are of kind `texts`."""
+def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: str,
+               median_words: int = DEFAULT_MEDIAN_WORDS) -> None:
+    """One FineWeb-shaped dump under `root/data/<dump>/` whose texts are of kind `texts`, their
+    lengths the generator's (lognormal words, median `median_words`)."""
     if texts == PARAGRAPHS:
-        write_sample_dump(root, dump, rows, files, seed)
+        write_sample_dump(root, dump, rows, files, seed, median_words=median_words)
         return
     if texts not in TEXT_KINDS:
         raise ValueError(f"text kind is one of {TEXT_KINDS}, not {texts!r}")
@@ -48,7 +56,7 @@ def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: s
     folder.mkdir(parents=True, exist_ok=True)
     for i, (start, stop) in enumerate(file_row_ranges(rows, files)):
         chunks = (
-            _with_texts(sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0), texts,
+            _with_texts(sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0, 0.0, median_words), texts,
                         np.random.default_rng([seed, zlib.crc32(dump.encode()), lo, len(texts)]))
             for lo in range(start, stop, ROW_GROUP_SIZE)
         )

