@@ -53,6 +53,6 @@ class DocumentIndexWriter(KeepOnSuccess):
         self._rows.abort()
 
 
-def read_document_index(prefix: Path) -> pa.Table:
-    """The whole `<prefix>.docs.parquet` (small: tens of bytes per document)."""
-    return pq.read_table(docs_path(prefix), schema=SCHEMA)
+def read_document_index(prefix: Path, columns: list[str] | None = None) -> pa.Table:
+    """The whole `<prefix>.docs.parquet` (small: tens of bytes per document), or its `columns`."""
+    return pq.read_table(docs_path(prefix), schema=SCHEMA, columns=columns)

@@ -1,7 +1,7 @@
 """A probe's published losses (`probe_loss`): their schema, and reading one probe's losses of one
 dump, for whatever weighs documents by them (the probe stage writes them, the mixtures read them)."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,10 +27,9 @@ class ProbeLossesMissing(ValueError):
 
 
 @contextmanager
-def published_losses(output_root: Path, probe: str, dump: str, log: Log | None = None) -> Iterator[pa.Table]:
-    """Every published loss of `probe` for `dump` (LOSS_SCHEMA plus `bucket`), held still while the
-    body reads. A file missing or resized since it was published, or damaged in place (its page
-    checksums), is refused by name."""
+def published_loss_record(output_root: Path, probe: str, dump: str, log: Log | None = None) -> Iterator[dict]:
+    """The generation record of `probe`'s published losses of `dump`, held still while the body
+    reads them (`loss_batches`); refuses a dump the probe has no published losses of."""
     name = publication_name("probe_loss", probe, dump)
     with published_generation(output_root, name, dump, log) as record:
         if record is None:
@@ -38,6 +37,15 @@ def published_losses(output_root: Path, probe: str, dump: str, log: Log | None =
                 f"Dump {dump}: probe {probe} has no published losses. Materialize `probe_loss` for "
                 f"this dump (--select probe_loss --partition {dump}) with that probe first."
             )
+        yield record
+
+
+@contextmanager
+def published_losses(output_root: Path, probe: str, dump: str, log: Log | None = None) -> Iterator[pa.Table]:
+    """Every published loss of `probe` for `dump` (LOSS_SCHEMA plus `bucket`), held still while the
+    body reads. A file missing or resized since it was published, or damaged in place (its page
+    checksums), is refused by name."""
+    with published_loss_record(output_root, probe, dump, log) as record:
         tables = [
             _read(output_root, probe_loss_path(output_root, probe, bucket, dump), dump).append_column(
                 "bucket", pa.repeat(pa.scalar(bucket, pa.string()), documents))
@@ -47,11 +55,31 @@ def published_losses(output_root: Path, probe: str, dump: str, log: Log | None =
         yield pa.concat_tables(tables) if tables else LOSS_SCHEMA.append(pa.field("bucket", pa.string())).empty_table()
 
 
+def loss_batches(
+    output_root: Path, record: dict, probe: str, bucket: str, dump: str, columns: Sequence[str], batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """`columns` of one bucket's published losses (of the generation `record` holds still), in the
+    file's order (its token file's documents'), `batch_rows` rows at a time: memory for one batch,
+    not the file. A bucket without documents has none; a damaged file is refused by name."""
+    if not record["contents"]["documents"].get(bucket):
+        return
+    path = probe_loss_path(output_root, probe, bucket, dump)
+    try:
+        losses = pq.ParquetFile(path, page_checksum_verification=True)
+        yield from losses.iter_batches(batch_size=batch_rows, columns=list(columns))
+    except (pa.ArrowException, OSError) as error:
+        raise _damaged(output_root, path, dump, error) from error
+
+
 def _read(output_root: Path, path: Path, dump: str) -> pa.Table:
     try:
         return pq.read_table(path, schema=LOSS_SCHEMA, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
-        raise ValueError(
-            f"Dump {dump}: the published probe loss file {path.relative_to(output_root)} is damaged "
-            f"({error}). Materialize `probe_loss` for this dump again to republish it whole."
-        ) from error
+        raise _damaged(output_root, path, dump, error) from error
+
+
+def _damaged(output_root: Path, path: Path, dump: str, error: Exception) -> ValueError:
+    return ValueError(
+        f"Dump {dump}: the published probe loss file {path.relative_to(output_root)} is damaged "
+        f"({error}). Materialize `probe_loss` for this dump again to republish it whole."
+    )

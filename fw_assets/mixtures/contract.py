@@ -384,12 +384,15 @@ def reweight_outcomes(plan: MixturePlan) -> list[CheckOutcome]:
     for w in plan.reweighted:
         rule, result, name = w.reweight, w.weighting, w.source
         bound = int(np.ceil(rule.max_multiplier))
-        if len(result.multipliers) and not (result.multipliers.min() >= 1 and result.multipliers.max() <= rule.max_multiplier
-                                             and result.repetitions.max() <= bound):
-            cap.append(_plan_violation("over_cap", len(result.multipliers), f"{name}: a multiplier or repetition over the cap {rule.max_multiplier}"))
-        asked = int(np.floor(rule.drop_top_share * len(w.ids)))
-        kept_max = w.losses[~result.dropped].max(initial=-np.inf)
-        if int(result.dropped.sum()) != asked or (asked and w.losses[result.dropped].min() < kept_max):
+        multipliers = result.multipliers(w.losses)
+        if len(multipliers) and not (multipliers.min() >= 1 and multipliers.max() <= rule.max_multiplier
+                                     and result.repetitions.max() <= bound):
+            cap.append(_plan_violation("over_cap", len(multipliers), f"{name}: a multiplier or repetition over the cap {rule.max_multiplier}"))
+        del multipliers
+        asked = int(np.floor(rule.drop_top_share * w.documents))
+        gone = result.dropped
+        kept_max = np.max(w.losses, where=~gone, initial=-np.inf)
+        if int(gone.sum()) != asked or (asked and np.min(w.losses, where=gone, initial=np.inf) < kept_max):
             dropped.append(_plan_violation("dropped_share", int(result.dropped.sum()),
                                            f"{name}: {int(result.dropped.sum())} documents dropped, {asked} asked (the highest losses)"))
         for selection in (s for s in plan.views if w.covers(s.file)):
@@ -402,8 +405,8 @@ def reweight_outcomes(plan: MixturePlan) -> list[CheckOutcome]:
             whole = not plan.recipe.fresh_documents
             if whole and not np.array_equal(trained[trained > 0], repetitions[trained > 0]):
                 cap.append(_plan_violation("repetitions", 1, f"{selection.view.path}: train documents not listed their repetitions times"))
-        if len(w.losses) != len(w.ids) or not np.isfinite(w.losses).all():
-            coverage.append(_plan_violation("uncovered", len(w.ids), f"{name}: documents without a finite loss"))
+        if not np.isfinite(w.losses).all():
+            coverage.append(_plan_violation("uncovered", w.documents, f"{name}: documents without a finite loss"))
         figures["cap"][f"repeated_documents_{name}"] = int((result.repetitions > 1).sum())
         figures["dropped"][f"dropped_documents_{name}"] = int(result.dropped.sum())
         figures["coverage"][f"scored_documents_{name}"] = len(w.losses)

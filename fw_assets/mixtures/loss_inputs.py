@@ -12,34 +12,35 @@ import dagster as dg
 import pyarrow as pa
 
 from fw_assets.paths import generation_record_path, publication_name
-from fw_assets.formats.probe_losses import published_losses
+from fw_assets.formats.probe_losses import loss_batches, published_loss_record
 from fw_assets.lib.publish import Log, PublishedOutputChanged, published_generation
 
 # A reweighted source reads the losses of every dump it draws on: each recipe depends on
 # `probe_loss` of all dumps, named by its key (test_structure.py), like ALL_DUMPS_TOKENIZED.
 ALL_DUMPS_PROBED = dg.AssetDep(dg.AssetKey("probe_loss"), partition_mapping=dg.AllPartitionMapping())
+LOSS_BATCH_ROWS = 1 << 17  # the loss files' row groups: a batch is read from one
 
 
 class HeldLosses:
     """A `reweighted.LossReader` that holds each (probe, dump) generation it read still until the
-    stack closes, and remembers which generation that was."""
+    stack closes, and remembers which generation that was; each call streams one bucket's losses
+    from its file (nothing of them is kept between calls)."""
 
     def __init__(self, root: Path, log: Log, stack: ExitStack) -> None:
         self.root, self.log, self.stack = root, log, stack
-        self.tables: dict[tuple[str, str], pa.Table] = {}
+        self.records: dict[tuple[str, str], dict] = {}
         self.generations: dict[str, dict[str, str]] = {}  # probe -> dump -> generation
 
-    def __call__(self, probe: str, dump: str) -> pa.Table:
-        if (probe, dump) not in self.tables:
+    def __call__(self, probe: str, dump: str, bucket: str) -> Iterator[pa.RecordBatch]:
+        if (probe, dump) not in self.records:
             try:
-                table = self.stack.enter_context(published_losses(self.root, probe, dump, self.log))
+                record = self.stack.enter_context(published_loss_record(self.root, probe, dump, self.log))
             except PublishedOutputChanged as error:
                 raise ValueError(f"Dump {dump}: probe {probe}: {str(error).rstrip('.')} "
                                  f"(--select probe_loss --partition {dump})") from error
-            record = json.loads(generation_record_path(self.root, publication_name("probe_loss", probe, dump)).read_text())
-            self.tables[probe, dump] = table
+            self.records[probe, dump] = record
             self.generations.setdefault(probe, {})[dump] = record["generation"]
-        return self.tables[probe, dump]
+        return loss_batches(self.root, self.records[probe, dump], probe, bucket, dump, ("id", "loss"), LOSS_BATCH_ROWS)
 
 
 def loss_generations(root: Path, probes: list[str], dumps: list[str]) -> dict[str, dict[str, str]]:

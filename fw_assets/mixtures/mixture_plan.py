@@ -65,6 +65,8 @@ MODULES = (
     "fw_assets.mixtures.reweighting",
     *megatron.MODULES,
     "fw_assets.formats.indexed_dataset",
+    "fw_assets.lib.string_hashes",  # the repetition hashes and the fresh documents' seeded order
+    "fw_assets.lib.hash_kernels",
 )
 
 
@@ -130,8 +132,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
 def _plan(recipe: Recipe, root: Path, records: dict, losses: HeldLosses) -> tuple[MixturePlan, dict]:
     """The plan of `recipe` over the token files of `records`, and each stage's figures."""
     plan = plan_mixture(recipe, root, sorted(records), losses)
-    lengths = view_lengths(plan)
-    return plan, {stage.name: member_figures(stage, lengths) for stage in plan.stages}
+    return plan, {stage.name: member_figures(stage, view_lengths(plan, stage.name)) for stage in plan.stages}
 
 
 def _report_text(plan: MixturePlan, figures: dict, rows: list, freshness: str, root: Path) -> str:

@@ -146,25 +146,25 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
     starts of the ten highest-loss documents, and each stage's effective epochs."""
     lines = []
     for w in plan.reweighted:
-        rule, result = w.reweight, w.weighting
+        rule, result, lengths = w.reweight, w.weighting, w.lengths()
         listed = ~result.dropped
         repeated = result.repetitions > 1
-        added = int(((result.repetitions - 1) * w.lengths)[repeated].sum())
+        added = int(((result.repetitions[repeated].astype(np.int64) - 1) * lengths[repeated]).sum())
         others = listed & ~repeated
         lines += [f"### Reweighted source {w.source}", "",
-                  f"Probe `{rule.probe}`, buckets {', '.join(rule.buckets)}: {len(w.ids):,} documents, typical "
+                  f"Probe `{rule.probe}`, buckets {', '.join(rule.buckets)}: {w.documents:,} documents, typical "
                   f"(median) loss {result.typical_loss:.3f} nats/token; multiplier = loss / typical, clipped to "
                   f"[1, {rule.max_multiplier:g}]; the top {rule.drop_top_share:.1%} by loss dropped.", "",
                   f"![losses of {w.source}]({pictures[w.source]})", "",
                   table(["", "documents", "share", "tokens", "mean loss"], [
                       ("dropped (highest loss)", int(result.dropped.sum()), _share(result.dropped),
-                       int(w.lengths[result.dropped].sum()), _mean(w.losses[result.dropped])),
+                       int(lengths[result.dropped].sum()), _mean(w.losses[result.dropped])),
                       ("repeated", int(repeated.sum()), _share(repeated),
-                       int(w.lengths[repeated].sum()), _mean(w.losses[repeated])),
+                       int(lengths[repeated].sum()), _mean(w.losses[repeated])),
                       ("listed once", int(others.sum()), _share(others),
-                       int(w.lengths[others].sum()), _mean(w.losses[others]))]), "",
+                       int(lengths[others].sum()), _mean(w.losses[others]))]), "",
                   f"Tokens added by repetitions: {added:,} (each repetition beyond the first, whole documents).", "",
-                  "Multiplier distribution:", "", _multiplier_table(result.multipliers[listed], result.repetitions), "",
+                  "Multiplier distribution:", "", _multiplier_table(result.multipliers(w.losses[listed]), result.repetitions), "",
                   "The ten highest-loss documents (first 200 characters):", "",
                   table(["id", "bucket", "dump", "loss", "dropped", "text"],
                         [(i, b, d, round(loss, 3), "yes" if gone else "no", _cell(starts.get(i)))
@@ -194,7 +194,8 @@ def _mean(values: np.ndarray) -> float:
 
 
 def _multiplier_table(multipliers: np.ndarray, repetitions: np.ndarray) -> str:
-    quantiles = np.quantile(multipliers, [0.0, 0.5, 0.9, 0.99, 1.0]) if len(multipliers) else np.zeros(5)
+    """`multipliers`: a scratch array (the quantiles partition it in place)."""
+    quantiles = np.quantile(multipliers, [0.0, 0.5, 0.9, 0.99, 1.0], overwrite_input=True) if len(multipliers) else np.zeros(5)
     rows = [("multiplier " + q, round(float(v), 3)) for q, v in zip(("min", "median", "p90", "p99", "max"), quantiles)]
     rows += [(f"listed {n}×", int(c)) for n, c in enumerate(np.bincount(repetitions)) if c]
     return table(["", "value"], rows)

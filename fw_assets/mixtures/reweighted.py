@@ -11,7 +11,7 @@ documents the reweighting applies within each stage's fresh subset (see views.Do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,33 +19,39 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.paths import bucket_dump_dir
+from fw_assets.paths import bucket_dump_dir, docs_path
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
-from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, reweight
+from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetition_hashes, reweight
 
-# (probe, dump) -> that probe's published losses of the dump (columns id and loss at least); a
-# probe with no losses of the dump, or damaged files, raise a ValueError saying so
-LossReader = Callable[[str, str], pa.Table]
+# (probe, dump, bucket) -> that probe's published losses of the bucket's documents of the dump
+# (columns id and loss at least), in batches, in the order of the bucket's token file as published
+# (losses in another order are looked up by id); a probe with no losses of the dump, or damaged
+# files, raise a ValueError saying so. Called again to read the losses again.
+LossReader = Callable[[str, str, str], Iterable[pa.RecordBatch]]
+ID_BATCH_ROWS = 1 << 17  # the docs index's row groups: ids are read and hashed one at a time
 
 # TokenFile and ViewSelection are fw_assets.mixtures.plan's and views' (plan imports this module).
 
 
 @dataclass(frozen=True)
 class SourceReweighting:
-    """One reweighted source: its documents (every file's, in file order) and what the rule made of them."""
+    """One reweighted source: its documents' losses (every file's, in file order) and what the rule
+    made of them. A few bytes a document: no id is kept (the highest losses' aside)."""
 
     source: str
     reweight: Reweight
     files: tuple[TokenFile, ...]
     starts: tuple[int, ...]  # where each file's documents begin in the arrays below
-    ids: tuple[str, ...]
     losses: np.ndarray
-    lengths: np.ndarray
     weighting: Reweighting
+
+    @property
+    def documents(self) -> int:
+        return len(self.losses)
 
     def repetitions(self, file: TokenFile) -> np.ndarray:
         """How often each document of `file` is listed (0: dropped)."""
@@ -54,6 +60,11 @@ class SourceReweighting:
 
     def covers(self, file: TokenFile) -> bool:
         return any(f.path == file.path for f in self.files)
+
+    def lengths(self) -> np.ndarray:
+        """Every document's tokens, in the order of the losses (read from the files' indexes)."""
+        found = [IndexedDatasetReader(Path(f.path)).sequence_lengths for f in self.files]
+        return np.concatenate(found) if found else np.zeros(0, np.int32)
 
 
 def reweight_sources(recipe: Recipe, files: dict[str, list[TokenFile]], read_losses: LossReader | None
@@ -75,20 +86,87 @@ def reweight_sources(recipe: Recipe, files: dict[str, list[TokenFile]], read_los
 
 def _reweight_source(recipe: Recipe, name: str, rule: Reweight, files: list[TokenFile],
                      read_losses: LossReader | None) -> SourceReweighting:
-    ids, losses, lengths, starts = [], [], [], []
-    for file in files:
+    starts = tuple(np.cumsum([0] + [f.documents for f in files[:-1]]).tolist()) if files else ()
+    total = sum(f.documents for f in files)
+    losses, hashes = np.empty(total, np.float64), np.empty(total, np.uint64)
+    for file, start in zip(files, starts):
         if read_losses is None:
             raise ValueError(f"Dump {file.dump}: no probe losses were given to plan with")
-        scored = read_losses(rule.probe, file.dump)
-        mine = read_document_index(Path(file.path))["id"].combine_chunks()
-        starts.append(len(ids))
-        losses.append(aligned_losses(file.dump, mine, scored.column("id").combine_chunks(), scored.column("loss").to_numpy()))
-        lengths.append(IndexedDatasetReader(Path(file.path)).sequence_lengths)
-        ids += mine.to_pylist()
-    all_losses = np.concatenate(losses) if losses else np.zeros(0)
-    weighting = reweight(ids, all_losses, rule.max_multiplier, rule.drop_top_share, recipe.megatron.seed)
-    return SourceReweighting(name, rule, tuple(files), tuple(starts), tuple(ids), all_losses,
-                             np.concatenate(lengths) if lengths else np.zeros(0, np.int32), weighting)
+        mine = slice(start, start + file.documents)
+        _read_file(file, lambda f=file: read_losses(rule.probe, f.dump, f.bucket), losses[mine], hashes[mine],
+                   recipe.megatron.seed)
+    ids = FileIds(files, starts)
+    weighting = reweight(losses, hashes, rule.max_multiplier, rule.drop_top_share, ids)
+    return SourceReweighting(name, rule, tuple(files), starts, losses, weighting)
+
+
+def _read_file(file: TokenFile, read: Callable[[], Iterable[pa.RecordBatch]], losses: np.ndarray,
+               hashes: np.ndarray, seed: int) -> None:
+    """Fill `losses` and `hashes` (the file's documents', in file order) from its ids, read a batch
+    at a time beside the probe's losses in the same order; losses in another order, or missing,
+    are looked up by id in all of them (`aligned_losses`, which refuses missing ones by name)."""
+    path, scored, at = docs_path(Path(file.path)), _Rows(read()), 0
+    for batch in pq.ParquetFile(path).iter_batches(ID_BATCH_ROWS, columns=["id"]):
+        ids = batch.column(0)
+        if at + len(ids) > len(losses):
+            raise ValueError(f"{path} lists more documents than its index's {len(losses):,}")
+        hashes[at: at + len(ids)] = repetition_hashes(ids, seed)
+        found = scored and scored.next(len(ids))
+        if scored and (found is None or not ids.equals(found.column("id"))):
+            losses[:], scored = _losses_by_id(file, read()), None
+        elif scored:
+            losses[at: at + len(ids)] = found.column("loss").to_numpy(zero_copy_only=False)
+        at += len(ids)
+    if at != len(losses):
+        raise ValueError(f"{path} lists {at:,} documents, its index {len(losses):,}")
+
+
+def _losses_by_id(file: TokenFile, batches: Iterable[pa.RecordBatch]) -> np.ndarray:
+    found = list(batches)
+    scored_ids = pa.concat_arrays([b.column("id") for b in found]) if found else pa.array([], pa.string())
+    scored = np.concatenate([b.column("loss").to_numpy(zero_copy_only=False) for b in found]) if found else np.zeros(0)
+    ids = read_document_index(Path(file.path))["id"].combine_chunks()
+    return aligned_losses(file.dump, ids, scored_ids, scored)
+
+
+class _Rows:
+    """The rows of a stream of record batches, taken a given number at a time."""
+
+    def __init__(self, batches: Iterable[pa.RecordBatch]) -> None:
+        self._batches, self._pending = iter(batches), None
+
+    def next(self, count: int) -> pa.RecordBatch | None:
+        """The next `count` rows as one batch (fewer at the end; None when none are left)."""
+        parts = []
+        while count:
+            if self._pending is None or not len(self._pending):
+                self._pending = next(self._batches, None)
+                if self._pending is None:
+                    break
+            part = self._pending.slice(0, count)
+            self._pending, count = self._pending.slice(len(part)), count - len(part)
+            parts.append(part)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
+
+
+class FileIds:
+    """The ids of documents by their position among a source's files (an IdReader): each file's
+    ids are read only when some of its documents are asked for."""
+
+    def __init__(self, files: list[TokenFile], starts: tuple[int, ...]) -> None:
+        self.files, self.starts = files, np.asarray(starts, dtype=np.int64)
+
+    def __call__(self, positions: np.ndarray) -> list[str]:
+        positions = np.asarray(positions, dtype=np.int64)
+        file_of = np.searchsorted(self.starts, positions, side="right") - 1
+        found = np.empty(len(positions), dtype=object)
+        for i in np.unique(file_of).tolist():
+            mine = np.flatnonzero(file_of == i)
+            ids = pq.read_table(docs_path(Path(self.files[i].path)), columns=["id"]).column("id")
+            found[mine] = ids.take(pa.array(positions[mine] - self.starts[i])).to_pylist()
+        return found.tolist()
 
 
 def whole_file_documents(documents: int, repetitions: np.ndarray,
@@ -129,12 +207,14 @@ def _count_with_train(train: int, share: float) -> int:
     return count
 
 
-def highest_losses(weighting: SourceReweighting, count: int = 10) -> list[tuple[str, str, str, float, bool]]:
-    """The `count` documents of highest loss: (id, bucket, dump, loss, dropped), highest first."""
-    order = weighting.weighting.by_loss[:count]
+def highest_losses(weighting: SourceReweighting) -> list[tuple[str, str, str, float, bool]]:
+    """The documents of highest loss (reweighting.HIGHEST): (id, bucket, dump, loss, dropped),
+    highest first."""
+    order = weighting.weighting.highest
     file_of = np.searchsorted(np.asarray(weighting.starts), order, side="right") - 1
-    return [(weighting.ids[i], weighting.files[f].bucket, weighting.files[f].dump, float(weighting.losses[i]),
-             bool(weighting.weighting.dropped[i])) for i, f in zip(order.tolist(), file_of.tolist())]
+    return [(doc_id, weighting.files[f].bucket, weighting.files[f].dump, float(weighting.losses[i]),
+             bool(weighting.weighting.repetitions[i] == 0))
+            for doc_id, i, f in zip(weighting.weighting.highest_ids, order.tolist(), file_of.tolist())]
 
 
 def text_starts(output_root: Path, documents: Sequence[tuple[str, str, str]], characters: int = 200) -> dict[str, str]:

@@ -8,17 +8,26 @@ For a source's documents with their probe losses:
 3. m becomes whole repetitions floor(m) + 1 when u < frac(m), else floor(m), with
    u = xxh64(f"{seed}:{id}") / 2^64: keyed on the id and the recipe's seed, so the same inputs
    always repeat the same documents, and on average a document appears m times.
+
+Memory is a few bytes a document: the losses, their repetition hashes (`repetition_hashes`,
+computed over the ids' Arrow buffers) and the repetitions, never a Python object a document; ids
+are read back (`IdReader`) only for the few documents the rule names (ties at the drop's edge, the
+highest losses a report shows).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import xxhash
 
 from fw_assets.contracts.findings import count_rows
+from fw_assets.lib.string_hashes import xxh64_strings
+
+# The ids of documents at these positions (in the order the losses are given), in the order asked.
+IdReader = Callable[[np.ndarray], list[str]]
+HIGHEST = 10  # the highest-loss documents a reweighting names
 
 
 class ReweightingRefused(ValueError):
@@ -27,48 +36,99 @@ class ReweightingRefused(ValueError):
 
 @dataclass(frozen=True)
 class Reweighting:
-    """Per document, in the order given: its multiplier, repetitions (0: dropped) and whether dropped."""
+    """Per document, in the order given: its repetitions (0: dropped); and the rule's figures."""
 
-    multipliers: np.ndarray
-    repetitions: np.ndarray
-    dropped: np.ndarray
+    repetitions: np.ndarray  # unsigned, the smallest type holding ⌈max_multiplier⌉
     typical_loss: float  # the median the multipliers are relative to
-    by_loss: np.ndarray  # positions from the highest loss down, ties broken by id (sorted once)
+    max_multiplier: float
+    highest: np.ndarray  # positions of the HIGHEST highest losses, from the highest down, ties by id
+    highest_ids: tuple[str, ...]  # their ids
+
+    @property
+    def dropped(self) -> np.ndarray:
+        return self.repetitions == 0
+
+    def multipliers(self, losses: np.ndarray) -> np.ndarray:
+        """The multipliers of documents of these losses (a new array)."""
+        return multipliers(np.asarray(losses, dtype=np.float64), self.typical_loss, self.max_multiplier)
+
+
+def repetition_hashes(ids: pa.Array | pa.ChunkedArray, seed: int) -> np.ndarray:
+    """xxh64(f"{seed}:{id}") per id: what decides a document's extra repetition (rule 3)."""
+    return xxh64_strings(ids, f"{seed}:".encode())
 
 
 def reweight(
-    ids: Sequence[str], losses: np.ndarray, max_multiplier: float, drop_top_share: float, seed: int
+    losses: np.ndarray, hashes: np.ndarray, max_multiplier: float, drop_top_share: float, ids: IdReader
 ) -> Reweighting:
-    """Each document's repetitions under the rule above; refuses M < 1, S outside [0, 0.5) and
-    losses that are NaN or infinite (naming the ids)."""
+    """Each document's repetitions under the rule above, from its loss and repetition hash;
+    refuses M < 1, S outside [0, 0.5) and losses that are NaN or infinite (naming the ids)."""
     losses = np.asarray(losses, dtype=np.float64)
     if not max_multiplier >= 1:
         raise ReweightingRefused(f"max_multiplier must be at least 1 (a document is never weighed below its plain share), got {max_multiplier}")
     if not 0 <= drop_top_share < 0.5:
         raise ReweightingRefused(f"drop_top_share must be in [0, 0.5), got {drop_top_share}")
-    if len(ids) != len(losses):
-        raise ReweightingRefused(f"{len(ids):,} ids but {len(losses):,} losses")
+    if len(hashes) != len(losses):
+        raise ReweightingRefused(f"{len(hashes):,} documents but {len(losses):,} losses")
     bad = ~np.isfinite(losses)
     if bad.any():
-        examples = [ids[i] for i in np.flatnonzero(bad)[:5]]
+        examples = ids(np.flatnonzero(bad)[:5])
         raise ReweightingRefused(f"{count_rows(int(bad.sum()))} with a NaN or infinite loss (ids {', '.join(examples)}): re-run `probe_loss` for their dumps")
+    del bad
     typical = float(np.median(losses)) if len(losses) else 0.0
+    repetitions = np.empty(len(losses), _repetition_type(max_multiplier))
+    for start in range(0, len(losses), _CHUNK):  # a chunk at a time: a few bytes a document at most
+        part = slice(start, start + _CHUNK)
+        repetitions[part] = _whole_repetitions(multipliers(losses[part], typical, max_multiplier), hashes[part])
+    repetitions[highest_positions(losses, int(np.floor(drop_top_share * len(losses))), ids)] = 0  # the top share S
+    highest = ordered_highest(losses, min(HIGHEST, len(losses)), ids)
+    return Reweighting(repetitions, typical, max_multiplier, highest, tuple(ids(highest)))
+
+
+_CHUNK = 1 << 20
+
+
+def multipliers(losses: np.ndarray, typical: float, max_multiplier: float) -> np.ndarray:
+    """clip(loss / typical, 1, M) of each loss (all 1 when the typical loss is not positive)."""
+    if not typical > 0:
+        return np.ones_like(losses)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = losses / typical if typical > 0 else np.ones_like(losses)
-    multipliers = np.clip(ratio, 1.0, max_multiplier)
-    by_loss = np.lexsort((np.asarray(ids, dtype=object).astype(str), -losses))
-    dropped = np.zeros(len(losses), bool)
-    dropped[by_loss[: int(np.floor(drop_top_share * len(losses)))]] = True  # the top share S
-    whole = np.floor(multipliers)
-    repetitions = (whole + (_uniforms(ids, seed) < multipliers - whole)).astype(np.int64)
-    repetitions[dropped] = 0
-    return Reweighting(multipliers, repetitions, dropped, typical, by_loss)
+        return np.clip(losses / typical, 1.0, max_multiplier)
 
 
-def _uniforms(ids: Sequence[str], seed: int) -> np.ndarray:
-    """xxh64(f"{seed}:{id}") / 2^64 per id, in [0, 1)."""
-    hashes = np.fromiter((xxhash.xxh64_intdigest(f"{seed}:{i}".encode()) for i in ids), np.uint64, len(ids))
-    return hashes.astype(np.float64) / 2.0**64
+def _whole_repetitions(multiplier: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """floor(m) + 1 when u < frac(m), else floor(m), with u = hash / 2^64 (rule 3)."""
+    whole = np.floor(multiplier)
+    return whole + (hashes.astype(np.float64) / 2.0**64 < multiplier - whole)
+
+
+def _repetition_type(max_multiplier: float) -> np.dtype:
+    """The smallest unsigned type holding ⌈max_multiplier⌉ repetitions."""
+    most = np.ceil(max_multiplier) if np.isfinite(max_multiplier) else np.iinfo(np.uint64).max
+    return np.min_scalar_type(int(min(most, np.iinfo(np.uint64).max)))
+
+
+def highest_positions(losses: np.ndarray, count: int, ids: IdReader) -> np.ndarray:
+    """Positions of the `count` highest losses (ties by id, then position), in position order. One
+    partition of a copy of the losses finds the edge; ids are read only for ties at the edge."""
+    if count <= 0:
+        return np.zeros(0, np.int64)
+    edge = np.partition(losses, len(losses) - count)[len(losses) - count]  # the count-th highest
+    above = np.flatnonzero(losses > edge)
+    tied = np.flatnonzero(losses == edge)
+    wanted = count - len(above)
+    if wanted < len(tied):
+        names = ids(tied)
+        tied = tied[sorted(range(len(tied)), key=lambda i: names[i])[:wanted]]  # stable: positions rise
+    return np.sort(np.concatenate([above, tied]))
+
+
+def ordered_highest(losses: np.ndarray, count: int, ids: IdReader) -> np.ndarray:
+    """The `count` highest losses' positions from the highest down, ties by id, then position."""
+    chosen = highest_positions(losses, count, ids)
+    names = ids(chosen)
+    order = sorted(range(len(chosen)), key=lambda i: (-losses[chosen[i]], names[i]))
+    return chosen[order]
 
 
 def aligned_losses(

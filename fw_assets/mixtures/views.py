@@ -19,7 +19,6 @@ format listing the chosen documents, its `.bin` a hard link to the file's (the p
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass, replace
@@ -31,6 +30,7 @@ import pyarrow as pa
 from fw_assets import paths
 from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader, write_view_index
+from fw_assets.lib.string_hashes import blake2b_64_strings
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.gpt_dataset import EXTRA_TOKEN
 from fw_assets.mixtures.megatron.utils import SPLITS
@@ -66,7 +66,7 @@ class DocumentPools:
     def __init__(self, seed: int, splits: list[tuple[float, float] | None]) -> None:
         self.seed, self.splits = seed, splits
         self._lengths: dict[str, np.ndarray] = {}
-        self._ranks: dict[str, np.ndarray] = {}
+        self._order: dict[str, np.ndarray] = {}  # the file's documents in seeded order (int32)
         self._split_of: dict[str, np.ndarray] = {}
         self._uses: dict[str, np.ndarray] = {}
         self._repetitions: dict[str, np.ndarray] = {}
@@ -79,24 +79,23 @@ class DocumentPools:
         if path in self._lengths:
             return
         self._lengths[path] = IndexedDatasetReader(Path(path)).sequence_lengths
-        ids = read_document_index(Path(path))["id"].to_pylist()
-        ranks = document_ranks(ids, self.seed)
-        split_of = np.zeros(len(ids), dtype=np.int8)
+        order = seeded_order(read_document_index(Path(path))["id"], self.seed)
+        split_of = np.zeros(len(order), dtype=np.int8)
         for split, bounds in enumerate(self.splits):
             if bounds is not None:
-                begin, end = split_documents(bounds, len(ids))
-                split_of[(ranks >= begin) & (ranks < end)] = split
-        self._ranks[path], self._split_of[path] = ranks, split_of
-        self._uses[path] = np.zeros(len(ids), dtype=np.int32)
+                begin, end = split_documents(bounds, len(order))
+                split_of[order[begin:end]] = split
+        self._order[path], self._split_of[path] = order, split_of
+        self._uses[path] = np.zeros(len(order), dtype=np.int32)
 
     def _documents(self, path: str, split: int, min_doc_tokens: int) -> np.ndarray:
-        """The file's documents of `split` at least `min_doc_tokens` long, in seeded order."""
+        """The file's documents of `split` at least `min_doc_tokens` long, in seeded order (int32)."""
         self._load(path)
         wanted = (self._split_of[path] == split) & (self._lengths[path] >= min_doc_tokens)
         if path in self._repetitions:
             wanted &= self._repetitions[path] > 0
-        found = np.flatnonzero(wanted)
-        return found[np.argsort(self._ranks[path][found], kind="stable")]
+        order = self._order[path]
+        return order[wanted[order]]
 
     def eligible(self, file: TokenFile, min_doc_tokens: int) -> TokenFile:
         """`file` as a stage with this minimum document length sees it: its train documents."""
@@ -110,9 +109,9 @@ class DocumentPools:
         samples in one epoch, and held-out documents for every other non-empty split."""
         pool = self._documents(file.path, 0, min_doc_tokens)
         lengths, uses = self._lengths[file.path], self._uses[file.path]
-        if not lengths[pool].sum():
+        if not lengths[pool].sum(dtype=np.int64):
             raise ValueError(f"{file.path}: no train document of at least {min_doc_tokens} tokens for stage {stage}")
-        order = self._listed(file.path, pool[np.argsort(uses[pool], kind="stable")])  # least used first, then seeded order
+        order = self._listed(file.path, _least_used_first(pool, uses[pool]))
         count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, self.splits)
         parts = []
         for split, bounds in enumerate(self.splits):
@@ -120,7 +119,7 @@ class DocumentPools:
                 continue
             begin, end = split_documents(bounds, count)
             source = order if split == 0 else self._held_out(file.path, split, min_doc_tokens, stage)
-            parts.append(source[np.arange(end - begin) % len(source)])
+            parts.append(np.resize(source, end - begin))  # cycling through it when it is shorter
         train = parts[0]
         seen_before = int((uses[train] > 0).sum())
         repeats = bool(seen_before) or len(train) > len(self._listed(file.path, np.unique(train)))
@@ -143,13 +142,20 @@ class DocumentPools:
         return held
 
 
-def document_ranks(ids: list[str], seed: int) -> np.ndarray:
-    """Each document's place in a file's seeded random order: a hash of the seed and its id."""
-    keys = [hashlib.blake2b(f"{seed}\x00{i}".encode(), digest_size=8).digest() for i in ids]
-    order = np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable")
-    ranks = np.empty(len(ids), dtype=np.int32)  # a file holds fewer than 2^31 documents (int32 lengths)
-    ranks[order] = np.arange(len(ids), dtype=np.int32)
-    return ranks
+def seeded_order(ids: pa.Array | pa.ChunkedArray, seed: int) -> np.ndarray:
+    """A file's documents (positions, int32) in its seeded random order: by the BLAKE2b-64 of the
+    seed and each id (`blake2b(f"{seed}\\x00{id}", digest_size=8)`, its bytes compared), ties by
+    position. Hashed over the ids' Arrow buffers: no Python string a document."""
+    keys = blake2b_64_strings(ids, f"{seed}\x00".encode())
+    return keys.argsort(kind="stable").astype(np.int32)  # a file holds fewer than 2^31 documents
+
+
+def _least_used_first(pool: np.ndarray, uses: np.ndarray) -> np.ndarray:
+    """`pool` ordered by `uses` (its documents' uses), ties in pool order: a stable sort by a key of
+    a few values, one pass a value (no index array of the pool's size)."""
+    if not len(pool) or uses.min() == uses.max():
+        return pool
+    return np.concatenate([pool[uses == value] for value in np.unique(uses)])
 
 
 def _view_size(ordered_lengths: np.ndarray, tokens_needed: int, splits: list[tuple[float, float] | None]) -> int:
@@ -158,13 +164,27 @@ def _view_size(ordered_lengths: np.ndarray, tokens_needed: int, splits: list[tup
     gets at least one document."""
     supply = int(ordered_lengths.sum(dtype=np.int64))
     passes, rest = divmod(tokens_needed, supply)
-    running = np.cumsum(ordered_lengths, dtype=np.int64)
-    needed = passes * len(ordered_lengths) + (int(np.searchsorted(running, rest)) + 1 if rest else 0)
+    needed = passes * len(ordered_lengths) + (_first_reaching(ordered_lengths, rest) + 1 if rest else 0)
     train = splits[0]
     count = max(needed, 1)
     while not _enough(count, needed, train, splits):
         count += 1
     return count
+
+
+def _first_reaching(lengths: np.ndarray, total: int) -> int:
+    """The first position whose running sum of `lengths` reaches `total` (numpy's searchsorted on
+    the running sums), a chunk of running sums at a time."""
+    before = 0
+    for start in range(0, len(lengths), _RUNNING_CHUNK):
+        running = np.cumsum(lengths[start: start + _RUNNING_CHUNK], dtype=np.int64) + before
+        if running[-1] >= total:
+            return start + int(np.searchsorted(running, total))
+        before = int(running[-1])
+    return len(lengths)
+
+
+_RUNNING_CHUNK = 1 << 20
 
 
 def _enough(count: int, needed: int, train, splits) -> bool:
@@ -187,7 +207,7 @@ def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Pat
     reader = IndexedDatasetReader(original)
     _pin(paths.bin_path(original), paths.bin_path(prefix))
     write_view_index(prefix, reader, selection.documents)
-    ids = read_document_index(original)["id"].combine_chunks().take(pa.array(selection.documents))
+    ids = read_document_index(original, columns=["id"])["id"].combine_chunks().take(pa.array(selection.documents))
     with DocumentIndexWriter(prefix) as docs:
         docs.add(ids, reader.sequence_lengths[selection.documents])
     return paths.token_files(prefix)
@@ -203,11 +223,12 @@ def _pin(tokens: Path, view_tokens: Path) -> None:
         shutil.copyfile(tokens, view_tokens)
 
 
-def view_lengths(plan: MixturePlan) -> dict[str, np.ndarray]:
-    """Each view's document lengths by the path its stage reads, from the original files: what a
-    view will hold before it is written (or while an older one is still published there)."""
+def view_lengths(plan: MixturePlan, stage: str) -> dict[str, np.ndarray]:
+    """The document lengths of each view of `stage`, by the path the stage reads, from the original
+    files: what a view will hold before it is written (or while an older one is still published
+    there). One stage at a time: a view's lengths are 4 bytes a document it lists."""
     lengths, originals = {}, {}
-    for selection in plan.views:
+    for selection in (s for s in plan.views if s.stage == stage):
         path = selection.file.path
         if path not in originals:
             originals[path] = IndexedDatasetReader(Path(path)).sequence_lengths

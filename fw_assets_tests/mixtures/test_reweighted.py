@@ -6,6 +6,7 @@ the source's key."""
 
 import copy
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,11 @@ def _plan(root, recipe, read_losses, name="reweighted"):
     return mixture
 
 
+def _ids(weighting) -> list[str]:
+    """The reweighted source's document ids, in the order of its losses and repetitions."""
+    return [i for f in weighting.files for i in read_document_index(Path(f.path))["id"].to_pylist()]
+
+
 def _recipe(case=REWEIGHTED_CASE) -> dict:
     return {"tokenizer": TOKENIZER, "sources": copy.deepcopy(case.sources),
             "phases": [{"name": "main", "tokens": case.tokens, "seq_length": case.seq_length}],
@@ -56,9 +62,10 @@ def test_a_reweighted_source_lists_high_loss_documents_up_to_the_cap_and_others_
     read = synthetic_losses(tree / "out", REWEIGHTED_CASE.documents)
     mixture = _plan(tree, _recipe(), read)
     (weighting,) = mixture.reweighted
-    loss_of = dict(zip(weighting.ids, weighting.losses))
-    dropped = {i for i, gone in zip(weighting.ids, weighting.weighting.dropped) if gone}
-    assert len(dropped) == int(0.05 * len(weighting.ids))
+    ids = _ids(weighting)
+    loss_of = dict(zip(ids, weighting.losses))
+    dropped = {i for i, gone in zip(ids, weighting.weighting.dropped) if gone}
+    assert len(dropped) == int(0.05 * len(ids))
     counts: Counter = Counter()
     for selection in mixture.views:
         assert selection.file.source == "top" and "/views/main/4.0/" in selection.view.path
@@ -87,11 +94,11 @@ def test_a_recipe_without_reweight_plans_as_before(tree):
 def test_a_nan_loss_is_refused_naming_the_source_and_the_ids(tree):
     read = synthetic_losses(tree / "out", REWEIGHTED_CASE.documents)
 
-    def with_nan(probe, dump):
-        table = read(probe, dump)
+    def with_nan(probe, dump, bucket):
+        table = pa.Table.from_batches(read(probe, dump, bucket))
         losses = table.column("loss").to_numpy().copy()
         losses[3] = np.nan
-        return table.set_column(1, "loss", pa.array(losses))
+        return table.set_column(1, "loss", pa.array(losses)).to_batches()
 
     with pytest.raises(RecipeError) as error:
         _plan(tree, _recipe(), with_nan)
@@ -102,9 +109,9 @@ def test_a_nan_loss_is_refused_naming_the_source_and_the_ids(tree):
 def test_documents_the_probe_did_not_score_are_refused_naming_the_dump_and_how_many(tree):
     read = synthetic_losses(tree / "out", REWEIGHTED_CASE.documents)
 
-    def missing_some(probe, dump):
-        table = read(probe, dump)
-        return table.slice(7) if dump == DUMPS[1] else table
+    def missing_some(probe, dump, bucket):
+        table = pa.Table.from_batches(read(probe, dump, bucket))
+        return (table.slice(7) if dump == DUMPS[1] else table).to_batches()
 
     with pytest.raises(RecipeError) as error:
         _plan(tree, _recipe(), missing_some)
@@ -113,7 +120,7 @@ def test_documents_the_probe_did_not_score_are_refused_naming_the_dump_and_how_m
 
 
 def test_losses_the_probe_never_published_are_refused_naming_the_dump(tree):
-    def none(probe, dump):
+    def none(probe, dump, bucket):
         raise ValueError(f"Dump {dump}: probe {probe} has no published losses.")
 
     with pytest.raises(RecipeError) as error:
@@ -126,17 +133,17 @@ def test_with_fresh_documents_reweighting_applies_within_each_stages_fresh_subse
     recipe = copy.deepcopy(CURRICULUM)
     recipe["sources"]["top"]["reweight"] = RULE
 
-    def read(probe, dump):
-        ids = read_document_index(token_prefix(output, "synthetic", "4.0", dump))["id"]
+    def read(probe, dump, bucket):
+        ids = read_document_index(token_prefix(output, "synthetic", bucket, dump))["id"]
         rng = np.random.default_rng([5, curriculum.DUMPS.index(dump)])
-        return pa.table({"id": ids, "loss": rng.lognormal(np.log(5.0), 0.3, len(ids))})
+        return pa.table({"id": ids, "loss": rng.lognormal(np.log(5.0), 0.3, len(ids))}).to_batches()
 
     path = tmp_path / "curriculum.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     mixture = plan_mixture(load_recipe(path), output, curriculum.DUMPS, read)
     write_views(mixture)
     (weighting,) = mixture.reweighted
-    repetitions = dict(zip(weighting.ids, weighting.weighting.repetitions.tolist()))
+    repetitions = dict(zip(_ids(weighting), weighting.weighting.repetitions.tolist()))
     seen: set = set()
     for stage in mixture.stages:
         mine = [s for s in mixture.views if s.stage == stage.name and s.file.source == "top"]

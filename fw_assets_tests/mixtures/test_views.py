@@ -3,6 +3,7 @@ documents remain, one epoch long, held-out documents never trained on, reused ev
 drawn by id and seed."""
 
 import copy
+import hashlib
 import math
 import os
 import shutil
@@ -10,13 +11,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from fw_assets.paths import token_files, token_prefix, views_dir
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
-from fw_assets.mixtures.views import write_views
+from fw_assets.mixtures.views import seeded_order, write_views
 from fw_assets_tests.support.curriculum import (
     CURRICULUM,
     DUMPS,
@@ -135,3 +137,11 @@ def test_views_keep_the_tokens_they_were_planned_on_after_a_retokenize(tmp_path)
         reader = IndexedDatasetReader(Path(selection.view.path))
         tokens = planned[selection.file.path]
         assert all(np.array_equal(reader[k], tokens[d]) for k, d in enumerate(selection.documents)), selection.view.path
+
+
+def test_a_file_s_seeded_order_is_by_the_blake2b_of_seed_and_id_as_python_computes_it():
+    rng = np.random.default_rng(2)
+    ids = [f"<urn:uuid:{rng.integers(1 << 62):016x}>" for _ in range(5_000)] + ["<urn:uuid:same>"] * 3
+    keys = [hashlib.blake2b(f"1234\x00{i}".encode(), digest_size=8).digest() for i in ids]
+    expected = np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable")
+    assert seeded_order(pa.array(ids), 1234).tolist() == expected.tolist()

@@ -50,12 +50,13 @@ REWEIGHTED_CASE = SimpleNamespace(**{**vars(BLEND_CASE), "sources": {
 
 
 def synthetic_losses(output: Path, buckets, seed: int = 5):
-    """A LossReader over the case's token files: log-normal losses, one per document, by id."""
-    def read(probe: str, dump: str) -> pa.Table:
+    """A LossReader over the case's token files: log-normal losses, one per document of the dump's
+    `buckets`, by id (every bucket's, whichever is asked for: looked up by id)."""
+    def read(probe: str, dump: str, bucket: str) -> list[pa.RecordBatch]:
         ids = pa.concat_arrays([read_document_index(token_prefix(output, TOKENIZER, b, dump))["id"].combine_chunks()
                                 for b in buckets])
         rng = np.random.default_rng([seed, DUMPS.index(dump)])
-        return pa.table({"id": ids, "loss": rng.lognormal(np.log(5.0), 0.3, len(ids))})
+        return pa.table({"id": ids, "loss": rng.lognormal(np.log(5.0), 0.3, len(ids))}).to_batches()
     return read
 
 
