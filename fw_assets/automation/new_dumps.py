@@ -6,8 +6,10 @@ requested gets one run of the whole chain. The run key holds the fingerprint, so
 daemon restart or a lost cursor never requests the same files twice, and changed files are requested
 again. A dump first seen already materialized from exactly these files (a UI backfill or the CLI got
 there first) is recorded without a run. A dump with a queued or in-progress run (UI, CLI, sensor)
-waits for it to end: never a second run beside it. The cursor is this sensor's own JSON:
-{"requested": {dump: fingerprint}}.
+waits for it to end: never a second run beside it. A dump whose source files were deleted since its
+run was requested (its folder removed or emptied, as the disk plan allows once its chain is
+published) is named in the tick's skip reason and never requested: its published outputs stay. The
+cursor is this sensor's own JSON: {"requested": {dump: fingerprint}}.
 """
 
 import json
@@ -64,10 +66,8 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
     requested = load_cursor(context.cursor)
     folders = dump_folders(storage.source_root)
     if not folders:
-        return dg.SensorResult(
-            skip_reason=f"No dump folders (CC-MAIN-YYYY-WW) under {source_data_dir(storage.source_root)}.",
-            cursor=context.cursor,
-        )
+        nothing = f"No dump folders (CC-MAIN-YYYY-WW) under {source_data_dir(storage.source_root)}"
+        return dg.SensorResult(skip_reason=_sentences([nothing, _deleted_note(sorted(requested))]), cursor=context.cursor)
     settle = settings.sensor_settle_seconds()
     is_processed = _processed_checker(context)
     busy = unfinished_runs(context.instance)
@@ -77,7 +77,7 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
     }
     requests = []
     for dump, decision in decisions.items():
-        if decision.action != "unchanged":
+        if decision.action not in ("unchanged", "deleted"):
             context.log.info(f"{dump}: {decision.reason}")
         if decision.action in ("request", "adopt"):
             requested[dump] = decision.state.fingerprint
@@ -85,12 +85,13 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
             requests.append(_run_request(decision.state))
     if requests:
         return dg.SensorResult(run_requests=requests, cursor=dump_cursor(requested))
-    return dg.SensorResult(skip_reason=_skip_reason(decisions), cursor=dump_cursor(requested))
+    deleted = sorted([d for d in requested if d not in folders] + [d for d, x in decisions.items() if x.action == "deleted"])
+    return dg.SensorResult(skip_reason=_skip_reason(decisions, deleted), cursor=dump_cursor(requested))
 
 
 @dataclass(frozen=True)
 class Decision:
-    action: str  # "request" a run, "adopt" files processed without the sensor, "unchanged" or "wait"
+    action: str  # "request" a run, "adopt" files processed without the sensor, "unchanged", "deleted" or "wait"
     reason: str
     state: DumpFolderState | None = None
 
@@ -113,6 +114,8 @@ def _decide(
         )
     try:
         state = scan_dump_folder(dump, folder)
+        if last_requested is not None and not state.files and not state.in_progress:
+            return Decision("deleted", "its source files were deleted since its run was requested", state)
         if state.fingerprint == last_requested:
             return Decision("unchanged", "files unchanged since requested", state)
         ready = readiness(state, time.time_ns(), settle_seconds)
@@ -172,7 +175,23 @@ def _same_files(manifest: list[dict], state: DumpFolderState) -> bool:
     )
 
 
-def _skip_reason(decisions: dict[str, Decision]) -> str:
+def _deleted_note(dumps: list[str]) -> str:
+    """What the skip reason says of dumps whose source files were deleted since their run was
+    requested ("" for none)."""
+    if not dumps:
+        return ""
+    more = len(dumps) - REASONS_SHOWN
+    shown = ", ".join(dumps[:REASONS_SHOWN]) + (f", and {more} more" if more > 0 else "")
+    return (f"{len(dumps)} dump(s) with their source files deleted since their run was requested ({shown}): "
+            "their published outputs stay and nothing is requested for them (put the files back to process "
+            "one again)")
+
+
+def _sentences(parts: list[str]) -> str:
+    return ". ".join(part for part in parts if part) + "."
+
+
+def _skip_reason(decisions: dict[str, Decision], deleted: list[str]) -> str:
     waiting = [f"{dump}: {d.reason}" for dump, d in decisions.items() if d.action == "wait"]
     settled = sum(d.action in ("unchanged", "adopt") for d in decisions.values())
     parts = []
@@ -182,4 +201,4 @@ def _skip_reason(decisions: dict[str, Decision]) -> str:
         parts.append(f"Waiting for {shown}")
     if settled:
         parts.append(f"{settled} dump(s) unchanged since their files were last requested or materialized")
-    return ". ".join(parts) + "."
+    return _sentences([*parts, _deleted_note(deleted)])

@@ -223,3 +223,23 @@ def test_a_link_to_a_missing_blob_holds_the_dump_back_and_is_named(instance, sou
     waiting = tick(instance, source)
     assert requested_dumps(waiting) == []
     assert f"{second.name} (a link to a missing file)" in waiting.skip_reason.skip_message
+
+
+@pytest.mark.parametrize("how", ["folder removed", "files removed"])
+def test_a_dump_whose_source_is_deleted_after_its_run_is_named_and_never_requested_again(instance, source, how):
+    write_dump(source)
+    write_dump(source, OTHER_DUMP)
+    first = tick(instance, source)
+    assert sorted(requested_dumps(first)) == [DUMP, OTHER_DUMP]
+    folder = source / "data" / DUMP
+    if how == "folder removed":
+        shutil.rmtree(folder)
+    else:
+        for path in folder.glob("*.parquet"):
+            path.unlink()
+    for cursor in (first.cursor, tick(instance, source, first.cursor).cursor):
+        later = tick(instance, source, cursor)
+        assert requested_dumps(later) == []
+        message = later.skip_reason.skip_message
+        assert f"1 dump(s) with their source files deleted since their run was requested ({DUMP})" in message
+        assert "published outputs stay" in message and "Waiting" not in message

