@@ -384,7 +384,7 @@ def reweight_outcomes(plan: MixturePlan) -> list[CheckOutcome]:
     for w in plan.reweighted:
         rule, result, name = w.reweight, w.weighting, w.source
         bound = int(np.ceil(rule.max_multiplier))
-        multipliers = result.multipliers(w.losses)
+        multipliers = result.multipliers_in_place(w.losses.copy())
         if len(multipliers) and not (multipliers.min() >= 1 and multipliers.max() <= rule.max_multiplier
                                      and result.repetitions.max() <= bound):
             cap.append(_plan_violation("over_cap", len(multipliers), f"{name}: a multiplier or repetition over the cap {rule.max_multiplier}"))

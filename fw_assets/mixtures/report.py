@@ -164,7 +164,7 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
                       ("listed once", int(others.sum()), _share(others),
                        int(lengths[others].sum()), _mean(w.losses[others]))]), "",
                   f"Tokens added by repetitions: {added:,} (each repetition beyond the first, whole documents).", "",
-                  "Multiplier distribution:", "", _multiplier_table(result.multipliers(w.losses[listed]), result.repetitions), "",
+                  "Multiplier distribution:", "", _multiplier_table(result.multipliers_in_place(w.losses[listed]), result.repetitions), "",
                   "The ten highest-loss documents (first 200 characters):", "",
                   table(["id", "bucket", "dump", "loss", "dropped", "text"],
                         [(i, b, d, round(loss, 3), "yes" if gone else "no", _cell(starts.get(i)))

@@ -11,12 +11,13 @@ documents the reweighting applies within each stage's fresh subset (see views.Do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.paths import bucket_dump_dir, docs_path
@@ -229,12 +230,24 @@ def text_starts(output_root: Path, documents: Sequence[tuple[str, str, str]], ch
         if not files:
             continue
         try:
-            found = pq.read_table(files, columns=["id", "text"], filters=[("id", "in", ids)])
+            starts.update(_texts_of(files, pa.array(ids, pa.string()), characters))
         except READ_ERRORS as error:
             damage = damage_explaining(error, files, ("id", "text"), "bucketed file")
             if damage is None:
                 raise
             starts.update(dict.fromkeys(ids, f"(text unreadable: {damage})"))
-            continue
-        starts.update(zip(found.column("id").to_pylist(), (t[:characters] for t in found.column("text").to_pylist())))
     return starts
+
+
+def _texts_of(files: list[Path], ids: pa.Array, characters: int) -> Iterator[tuple[str, str]]:
+    """(id, its text's first `characters`) of the documents of `ids` in `files`, in file order, a
+    row group at a time: the ids of each, the texts only of the row groups holding one (a dump's
+    texts are gigabytes)."""
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        for group in range(parquet.metadata.num_row_groups):
+            found = pc.is_in(parquet.read_row_group(group, columns=["id"]).column("id"), value_set=ids)
+            rows = np.flatnonzero(found.to_numpy(zero_copy_only=False))
+            if len(rows):
+                texts = parquet.read_row_group(group, columns=["id", "text"]).take(pa.array(rows))
+                yield from zip(texts.column("id").to_pylist(), (t[:characters] for t in texts.column("text").to_pylist()))

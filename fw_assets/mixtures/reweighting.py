@@ -48,9 +48,15 @@ class Reweighting:
     def dropped(self) -> np.ndarray:
         return self.repetitions == 0
 
-    def multipliers(self, losses: np.ndarray) -> np.ndarray:
-        """The multipliers of documents of these losses (a new array)."""
-        return multipliers(np.asarray(losses, dtype=np.float64), self.typical_loss, self.max_multiplier)
+    def multipliers_in_place(self, losses: np.ndarray) -> np.ndarray:
+        """`losses` (float64) turned into their multipliers: the same values as `multipliers`,
+        without a second array of the losses' size."""
+        if not self.typical_loss > 0:
+            losses[:] = 1.0
+            return losses
+        with np.errstate(divide="ignore", invalid="ignore"):
+            losses /= self.typical_loss
+        return np.clip(losses, 1.0, self.max_multiplier, out=losses)
 
 
 def repetition_hashes(ids: pa.Array | pa.ChunkedArray, seed: int) -> np.ndarray:
@@ -93,7 +99,8 @@ def multipliers(losses: np.ndarray, typical: float, max_multiplier: float) -> np
     if not typical > 0:
         return np.ones_like(losses)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.clip(losses / typical, 1.0, max_multiplier)
+        ratio = losses / typical
+    return np.clip(ratio, 1.0, max_multiplier, out=ratio)
 
 
 def _whole_repetitions(multiplier: np.ndarray, hashes: np.ndarray) -> np.ndarray:
