@@ -92,7 +92,7 @@ def cold_numba_load() -> float:
     from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, key_index, matching_rows
 
     one_key = pa.table({"key": [1], "row": [0]}, schema=SORTED_KEYS_SCHEMA)
-    matching_rows(key_index(np.zeros(0, np.uint64), np.zeros(0, np.uint32)), one_key)
+    matching_rows(key_index(np.zeros(0, np.uint64), np.zeros(0, np.uint32)), one_key.to_batches())
     return time.process_time() - cpu
 
 

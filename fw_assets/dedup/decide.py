@@ -13,7 +13,7 @@ processed in nor on the thread count:
    at it.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,11 +28,11 @@ import pyarrow.parquet as pq
 
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
-from fw_assets.dedup.signature_files import MinhashFileError, check_minhash_file, read_signatures
+from fw_assets.dedup.signature_files import MinhashFileError, check_minhash_file, mapped_signatures
 from fw_assets.dedup.signing import estimated_jaccard
-from fw_assets.dedup.sorted_keys import KeyIndex, key_arrays, key_index, matching_rows
-from fw_assets.paths import sorted_keys_path
-from fw_assets.dedup.checked_arrow import read_checked_arrow
+from fw_assets.dedup.sorted_keys import KeyIndex, key_index, matching_rows, read_sorted_keys
+from fw_assets.paths import signatures_path, sorted_keys_path
+from fw_assets.dedup.checked_arrow import CheckedArrow, CheckedBatches
 from fw_assets.lib.compiled import pack_pairs, unpack_pairs
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
@@ -141,15 +141,21 @@ def _signatures(column: pa.FixedSizeBinaryArray, policy: MinhashPolicy) -> np.nd
     return values.reshape(-1, policy.permutations)[column.offset : column.offset + len(column)]
 
 
-def _signatures_at(column: pa.ChunkedArray, rows: np.ndarray, policy: MinhashPolicy) -> np.ndarray:
-    """The signatures at `rows` of a signature column, gathered a chunk at a time in place (a take
-    over the chunked column copies it whole first)."""
+def _signatures_at(signed: CheckedArrow, rows: np.ndarray, policy: MinhashPolicy) -> np.ndarray:
+    """The signatures at `rows` of a signatures file, gathered a chunk at a time in place (a take
+    over the chunked column copies it whole first), each chunk's pages let go once gathered from:
+    memory for one chunk of the file, wherever the rows are."""
+    column = signed.table.column("signature")
+    rows = np.asarray(rows, dtype=np.int64)
     found = np.empty((len(rows), policy.permutations), policy.signature_dtype)
-    start = 0
-    for chunk in column.chunks:
-        here = (rows >= start) & (rows < start + len(chunk))
-        found[here] = _signatures(chunk, policy)[rows[here] - start]
-        start += len(chunk)
+    starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
+    by_chunk = np.argsort(rows, kind="stable")
+    bounds = np.searchsorted(rows[by_chunk], starts)
+    for i, chunk in enumerate(column.chunks):
+        mine = by_chunk[bounds[i]: bounds[i + 1]]
+        if len(mine):
+            found[mine] = _signatures(chunk, policy)[rows[mine] - starts[i]]
+            signed.let_go([chunk])
     return found
 
 
@@ -160,27 +166,37 @@ def _similarity(a: bytes, b: bytes, policy: MinhashPolicy) -> float:
 
 @dataclass(frozen=True)
 class CurrentDump:
-    """What deciding needs of the dump being decided, in memory: its minhash rows (id, bucket,
-    score), its ids and signatures in minhash-file order and its sorted band keys. The rows are
-    read once with their page checksums verified (DuckDB's parquet reader does not verify them),
-    and only its id and bucket columns are handed to DuckDB, to write the decisions."""
+    """What deciding needs of the dump being decided: its minhash rows (id, bucket, score) and its
+    sorted band keys in memory, its signatures in minhash-file order memory-mapped (their pages
+    read as needed: `_signatures_at`). The rows are read once with their page checksums verified
+    (DuckDB's parquet reader does not verify them), and only its id and bucket columns are handed
+    to DuckDB, to write the decisions."""
 
     rows: pa.Table
-    ids: pa.Array
-    signatures: np.ndarray
+    ids: pa.ChunkedArray
+    signed: CheckedArrow  # the signatures file's signature column
     keys: tuple[np.ndarray, np.ndarray]
+
 
     @classmethod
     def read(cls, minhash_path: Path, policy: MinhashPolicy) -> "CurrentDump":
         columns = ["id", "bucket", "score"]
         rows = pq.read_table(minhash_path, columns=columns, page_checksum_verification=True)
-        signed = read_signatures(minhash_path)
-        ids = rows.column("id").combine_chunks()
-        if not signed.column("id").combine_chunks().equals(ids):
+        ids = rows.column("id")
+        if not _same_ids(ids, CheckedBatches(signatures_path(minhash_path), ["id"])):
             raise ValueError("its signatures file holds other ids or rows; re-materialize its minhash")
-        signatures = _signatures(signed.column("signature").combine_chunks(), policy)
-        keys = key_arrays(read_checked_arrow(sorted_keys_path(minhash_path)))
-        return cls(rows, ids, signatures, keys)
+        signed = mapped_signatures(minhash_path, ["signature"])
+        return cls(rows, ids, signed, read_sorted_keys(sorted_keys_path(minhash_path)))
+
+
+def _same_ids(ids: pa.ChunkedArray, batches: Iterable[pa.RecordBatch]) -> bool:
+    """Whether the batches' ids are `ids`, in order (compared a batch at a time)."""
+    at = 0
+    for batch in batches:
+        if not ids.slice(at, batch.num_rows).combine_chunks().equals(batch.column(0)):
+            return False
+        at += batch.num_rows
+    return at == len(ids)
 
 
 def _within_and_earlier(
@@ -210,10 +226,38 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
     by_id = pc.sort_indices(current.ids).to_numpy()
     id_rank = np.empty(len(by_id), np.int64)
     id_rank[by_id] = np.arange(len(by_id))
-    ranks = id_rank[rows]
     # A pair is one uint64, rank << 32 | anchor rank (pack_pairs: a dump holds under 2^32 ids),
     # so np.unique finds the distinct pairs in one sort. uint64 throughout: concatenating int64
-    # with uint64 would give float64.
+    # with uint64 would give float64. The keys are taken a span of whole runs of equal keys at a
+    # time (a key's run is all its documents): the same pairs, memory for one span.
+    verified = [np.empty(0, np.uint64)]
+    for start, end in _key_spans(keys, WITHIN_SPAN_KEYS):
+        verified.append(_verified_span(current, keys[start:end], id_rank[rows[start:end]], by_id, policy))
+    own_rank, anchor_rank = unpack_pairs(np.unique(np.concatenate(verified)))
+    own, anchor = by_id[own_rank], by_id[anchor_rank]
+    return list(zip(current.ids.take(own).to_pylist(), current.ids.take(anchor).to_pylist()))
+
+
+WITHIN_SPAN_KEYS = 1 << 21  # sorted keys verified at a time (~40 bytes a key while they are)
+
+
+def _key_spans(keys: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive spans of sorted `keys`, about `size` keys each, never splitting a
+    run of equal keys."""
+    start = 0
+    while start < len(keys):
+        end = min(start + size, len(keys))
+        while end < len(keys) and keys[end] == keys[end - 1]:
+            end += 1
+        yield start, end
+        start = end
+
+
+def _verified_span(current: CurrentDump, keys: np.ndarray, ranks: np.ndarray, by_id: np.ndarray,
+                   policy: MinhashPolicy) -> np.ndarray:
+    """The verified pairs (rank << 32 | anchor rank) of a span of whole runs of equal keys, their
+    documents' id ranks `ranks`: each key's documents against its anchor, for up to the policy's
+    anchor_rounds rounds."""
     verified = [np.empty(0, np.uint64)]
     for _ in range(policy.anchor_rounds):
         if not len(keys):
@@ -225,14 +269,13 @@ def _verified_within(current: CurrentDump, policy: MinhashPolicy) -> list[tuple[
         pairs, pair_of = np.unique(pack_pairs(ranks[paired], anchors[paired]), return_inverse=True)
         own_rank, anchor_rank = unpack_pairs(pairs)
         own, anchor = by_id[own_rank], by_id[anchor_rank]
-        similarity = estimated_jaccard(current.signatures[own], current.signatures[anchor], policy.signature_bits)
+        similarity = estimated_jaccard(_signatures_at(current.signed, own, policy),
+                                       _signatures_at(current.signed, anchor, policy), policy.signature_bits)
         passed = similarity >= policy.verify_threshold
         verified.append(pairs[passed])
         failed = paired[~passed[pair_of]]  # the next round's groups: each key's failed members
         keys, ranks = keys[failed], ranks[failed]
-    own_rank, anchor_rank = unpack_pairs(np.unique(np.concatenate(verified)))
-    own, anchor = by_id[own_rank], by_id[anchor_rank]
-    return list(zip(current.ids.take(own).to_pylist(), current.ids.take(anchor).to_pylist()))
+    return np.concatenate(verified)
 
 
 Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
@@ -310,10 +353,12 @@ def _verified_earlier(
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
     and pass verification, as (own row, other id, similarity, rank), and the others' signatures.
     Of the earlier file's signatures only the rows sharing a key are taken (read in place)."""
-    own, other = matching_rows(index, read_checked_arrow(sorted_keys_path(path)))
-    table = read_signatures(path)
-    other_signatures = _signatures_at(table.column("signature"), other, policy)
-    similarity = estimated_jaccard(current.signatures[own], other_signatures, policy.signature_bits)
+    own, other = matching_rows(index, CheckedBatches(sorted_keys_path(path)))
+    signed = mapped_signatures(path)
+    table = signed.table
+    other_signatures = _signatures_at(signed, other, policy)
+    similarity = estimated_jaccard(_signatures_at(current.signed, own, policy), other_signatures,
+                                   policy.signature_bits)
     passed = np.flatnonzero(similarity >= policy.verify_threshold)
     verified = pa.table({
         "own": own[passed],
@@ -355,15 +400,16 @@ def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
     return list(components.values())
 
 
-def _scores_and_signatures(current: CurrentDump, ids: set[str]) -> dict[str, tuple[float, bytes]]:
+def _scores_and_signatures(current: CurrentDump, ids: set[str], policy: MinhashPolicy) -> dict[str, tuple[float, bytes]]:
     """(score, signature) of the documents in a within-dump cluster, found by a hash of them (a
     few) rather than of the dump's ids."""
     in_clusters = pc.is_in(current.ids, value_set=pa.array(sorted(ids), pa.string()))
     rows = np.flatnonzero(in_clusters.to_numpy(zero_copy_only=False))
     scores = current.rows.column("score").take(rows).to_pylist()
+    signatures = _signatures_at(current.signed, rows, policy)
     return {
-        doc: (score, current.signatures[row].tobytes())
-        for doc, score, row in zip(current.ids.take(rows).to_pylist(), scores, rows)
+        doc: (score, signature.tobytes())
+        for doc, score, signature in zip(current.ids.take(rows).to_pylist(), scores, signatures)
     }
 
 
@@ -382,7 +428,7 @@ def _drops(
     in_cluster = pc.is_in(best.table.column("id"), pa.array(sorted(clustered), pa.string()))
     alone = best.table.filter(pc.invert(in_cluster)).select(DROP_SCHEMA.names)
     matched = best.matches(np.flatnonzero(in_cluster.to_numpy()))
-    documents = _scores_and_signatures(current, clustered)
+    documents = _scores_and_signatures(current, clustered, policy)
     drops = []
     for members in clusters:
         own = [matched[x] for x in members if x in matched]

@@ -40,7 +40,7 @@ from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
 from fw_assets.paths import signatures_path, sorted_keys_path
-from fw_assets.dedup.checked_arrow import CheckedArrowWriter, read_arrow_schema, read_checked_arrow
+from fw_assets.dedup.checked_arrow import CheckedArrow, CheckedArrowWriter, read_arrow_schema
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.parquet_damage import footer_damaged, row_group_damaged
 
@@ -230,7 +230,12 @@ def read_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) ->
     """The (id, signature) table beside the minhash file at `path`, or its `columns`, memory-mapped,
     their digests verified (its columns are check_minhash_file's to check); a damaged file raises
     ValueError naming it."""
-    return read_checked_arrow(signatures_path(path), columns)
+    return mapped_signatures(path, columns).table
+
+
+def mapped_signatures(path: Path, columns: Sequence[str] = ("id", "signature")) -> CheckedArrow:
+    """read_signatures' table with the means to let the pages read go again (CheckedArrow)."""
+    return CheckedArrow(signatures_path(path), columns)
 
 
 def rows_with_ids(path: Path, wanted: pa.Array) -> tuple[np.ndarray, pa.Array]:

@@ -8,6 +8,7 @@ memory-mapped: an earlier dump costs about that pass, not the decoding of its 12
 of the index are walked front to back, as a merge would walk the keys.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from fw_assets.dedup.row_groups import in_row_groups
-from fw_assets.dedup.checked_arrow import write_checked_arrow
+from fw_assets.dedup.checked_arrow import CheckedBatches, write_checked_arrow
 from fw_assets.lib.compiled import compiled_lazily, pack_pairs, unpack_pairs
 from fw_assets.lib.sql import load_sql
 
@@ -37,9 +38,17 @@ def write_sorted_keys(
     write_checked_arrow(output, schema, in_row_groups(batches, schema, BATCH_ROWS))
 
 
-def key_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(keys, rows) of a sorted keys table as two contiguous arrays."""
-    return table.column("key").to_numpy(), table.column("row").to_numpy()
+def read_sorted_keys(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, rows) of a sorted keys file as two contiguous arrays, its digests verified; filled a
+    record batch at a time, so that memory is the two arrays and one batch of the file."""
+    batches = CheckedBatches(path)
+    keys, rows = np.empty(batches.count_rows(), np.uint64), np.empty(batches.count_rows(), np.uint32)
+    at = 0
+    for batch in batches:
+        keys[at: at + batch.num_rows] = batch.column(0).to_numpy()
+        rows[at: at + batch.num_rows] = batch.column(1).to_numpy()
+        at += batch.num_rows
+    return keys, rows
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,8 @@ class KeyIndex:
 def key_index(keys: np.ndarray, rows: np.ndarray) -> KeyIndex:
     bucket_bits = min(max(len(keys).bit_length() - 1, 1), 40)
     present = np.zeros(1 << (bucket_bits + 1), np.uint8)  # 2^(bucket_bits + 4) bits
-    starts = np.zeros((1 << bucket_bits) + 1, np.int64)
+    # a bucket's start is a position among the keys: 4 bytes while they are fewer than 2^31
+    starts = np.zeros((1 << bucket_bits) + 1, np.int32 if len(keys) < 2**31 else np.int64)
     _build(keys, np.uint64(64 - bucket_bits - 4), np.uint64(64 - bucket_bits), present, starts)
     return KeyIndex(keys, rows, present, starts, bucket_bits)
 
@@ -101,12 +111,12 @@ def _probe(keys, rows, present, starts, present_shift, bucket_shift, other_keys,
     return n
 
 
-def matching_rows(index: KeyIndex, other: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+def matching_rows(index: KeyIndex, other: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray]:
     """(own row, other row) of every distinct pair sharing at least one key, ordered; `other` is
-    a sorted keys table, probed a record batch at a time (in place, no copy)."""
+    a sorted keys file's record batches, probed one at a time (in place, no copy)."""
     # uint64 throughout, as pack_pairs returns: concatenating int64 with uint64 would give float64.
     pairs = [np.empty(0, np.uint64)]
-    for batch in other.to_batches():
+    for batch in other:
         pairs.append(_probed_pairs(index, batch.column(0).to_numpy(), batch.column(1).to_numpy()))
     return unpack_pairs(np.unique(np.concatenate(pairs)))
 

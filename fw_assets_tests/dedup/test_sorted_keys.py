@@ -38,7 +38,7 @@ def test_every_pair_under_an_equal_key_once_whatever_the_runs_and_batches(seed):
     ]))
     table = pa.table(list(other), schema=SORTED_KEYS_SCHEMA)
     batches = pa.Table.from_batches(table.to_batches(max_chunksize=777))
-    own_rows, other_rows = matching_rows(key_index(*own), batches)
+    own_rows, other_rows = matching_rows(key_index(*own), batches.to_batches())
     expected = every_pair(own, other)
     assert len(expected) > 2000
     assert list(zip(own_rows.tolist(), other_rows.tolist())) == sorted(expected)
@@ -47,5 +47,5 @@ def test_every_pair_under_an_equal_key_once_whatever_the_runs_and_batches(seed):
 def test_an_empty_index_matches_nothing_and_one_key_matches_itself():
     empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
     one = pa.table({"key": [7], "row": [0]}, schema=SORTED_KEYS_SCHEMA)
-    assert [a.tolist() for a in matching_rows(key_index(*empty), one)] == [[], []]
-    assert [a.tolist() for a in matching_rows(key_index(np.array([7], np.uint64), np.array([0], np.uint32)), one)] == [[0], [0]]
+    assert [a.tolist() for a in matching_rows(key_index(*empty), one.to_batches())] == [[], []]
+    assert [a.tolist() for a in matching_rows(key_index(np.array([7], np.uint64), np.array([0], np.uint32)), one.to_batches())] == [[0], [0]]
