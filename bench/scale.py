@@ -11,7 +11,8 @@ For each size, in a work folder of its own (emptied before, deleted after unless
    step one `dagster asset materialize -m fw_assets.definitions --select <step> --partition A`
    process as users run it: `raw,sampled,bucketed`; A's source files are deleted (nothing after
    `bucketed` reads them: the source-deletion promise); `minhash`, `deduplicated`, `tokenized`,
-   `probe_loss` (the built-in probe);
+   `probe_loss` (the built-in probe). Dump B is generated meanwhile, in a process of its own (as a
+   download goes on while a dump is processed: it loads the machine, not the measured processes);
 2. dump B (CC-MAIN-2013-48) the same way: its `deduplicated` reads all of A's signatures;
 3. recipe `scale` over both dumps (written by the bench, `FW_MIXTURES_DIR`): one source, every
    bucket, reweighted by the built-in probe's losses (`max_multiplier: 2`, `drop_top_share: 0.01`),
@@ -28,10 +29,10 @@ latest result of each size, and the growth from the smallest to the largest size
 import argparse
 import datetime as dt
 import json
+import multiprocessing
 import os
 import shutil
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -105,19 +106,29 @@ class Scale:
         for folder in (self.source, self.output, self.recipes):
             folder.mkdir(parents=True)
         prepare.dagster_home(self.home)
-        for dump in DUMPS:
+        self.generate(DUMPS[0]).join()
+        for dump, following in zip(DUMPS, [*DUMPS[1:], None]):
+            generating = following and self.generate(following)
             self.dump_chain(dump)
+            if generating:
+                generating.join()
+                if generating.exitcode:
+                    raise RuntimeError(f"generating {following} failed (exit code {generating.exitcode})")
         self.write_recipe()
         for step in RECIPE_STEPS:
             self.step(step, RECIPE, self.facts["recipe"]["documents"])
 
-    def dump_chain(self, dump: str) -> None:
-        began = time.perf_counter()
+    def generate(self, dump: str) -> multiprocessing.Process:
+        """Start generating `dump` in a process of its own."""
         self.log(f"generating {dump}: {self.spec.rows:,} rows in {self.spec.files} files ...")
-        write_dump(self.source, dump, self.spec.rows, self.spec.files, self.spec.seed, self.spec.texts,
-                   median_words=self.spec.median_words)
+        spec = self.spec
+        process = multiprocessing.get_context("spawn").Process(
+            target=write_dump, args=(self.source, dump, spec.rows, spec.files, spec.seed, spec.texts, spec.median_words))
+        process.start()
+        return process
+
+    def dump_chain(self, dump: str) -> None:
         facts = self.facts["dumps"][dump] = source_facts(source_dump_dir(self.source, dump))
-        facts["generation_seconds"] = round(time.perf_counter() - began, 1)
         self.step(DUMP_STEPS[0], dump, facts["documents"])
         facts["bucketed_documents"] = bucketed_documents(self.output, dump)
         shutil.rmtree(source_dump_dir(self.source, dump))  # the chain reads bucketed from here on
