@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.contracts.findings import CheckOutcome
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.markdown import table
 from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
@@ -146,25 +147,18 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
     starts of the ten highest-loss documents, and each stage's effective epochs."""
     lines = []
     for w in plan.reweighted:
-        rule, result, lengths = w.reweight, w.weighting, w.lengths()
-        listed = ~result.dropped
-        repeated = result.repetitions > 1
-        added = int(((result.repetitions[repeated].astype(np.int64) - 1) * lengths[repeated]).sum())
-        others = listed & ~repeated
+        rule, result = w.reweight, w.weighting
         lines += [f"### Reweighted source {w.source}", "",
                   f"Probe `{rule.probe}`, buckets {', '.join(rule.buckets)}: {w.documents:,} documents, typical "
                   f"(median) loss {result.typical_loss:.3f} nats/token; multiplier = loss / typical, clipped to "
                   f"[1, {rule.max_multiplier:g}]; the top {rule.drop_top_share:.1%} by loss dropped.", "",
                   f"![losses of {w.source}]({pictures[w.source]})", "",
                   table(["", "documents", "share", "tokens", "mean loss"], [
-                      ("dropped (highest loss)", int(result.dropped.sum()), _share(result.dropped),
-                       int(lengths[result.dropped].sum()), _mean(w.losses[result.dropped])),
-                      ("repeated", int(repeated.sum()), _share(repeated),
-                       int(lengths[repeated].sum()), _mean(w.losses[repeated])),
-                      ("listed once", int(others.sum()), _share(others),
-                       int(lengths[others].sum()), _mean(w.losses[others]))]), "",
-                  f"Tokens added by repetitions: {added:,} (each repetition beyond the first, whole documents).", "",
-                  "Multiplier distribution:", "", _multiplier_table(result.multipliers_in_place(w.losses[listed]), result.repetitions), "",
+                      _group_row("dropped (highest loss)", w, result.dropped),
+                      _group_row("repeated", w, result.repetitions > 1),
+                      _group_row("listed once", w, result.repetitions == 1)]), "",
+                  f"Tokens added by repetitions: {_added_tokens(w):,} (each repetition beyond the first, whole documents).", "",
+                  "Multiplier distribution:", "", _multiplier_table(result.multipliers_in_place(w.losses[~result.dropped]), result.repetitions), "",
                   "The ten highest-loss documents (first 200 characters):", "",
                   table(["id", "bucket", "dump", "loss", "dropped", "text"],
                         [(i, b, d, round(loss, 3), "yes" if gone else "no", _cell(starts.get(i)))
@@ -175,6 +169,28 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
                          for r in rows if r.source == w.source
                          for distinct in [_distinct_tokens(plan, w, r.stage)]]), ""]
     return "\n".join(lines)
+
+
+def _group_row(label: str, weighting: SourceReweighting, chosen: np.ndarray) -> tuple:
+    """(label, documents, share, tokens, mean loss) of the documents `chosen` (a mask) selects."""
+    tokens = sum(int(lengths[chosen[part]].sum()) for part, lengths in _file_lengths(weighting))
+    return label, int(chosen.sum()), _share(chosen), tokens, _mean(weighting.losses[chosen])
+
+
+def _added_tokens(weighting: SourceReweighting) -> int:
+    """Tokens listed beyond each document's first listing: (repetitions - 1) x its tokens, summed."""
+    added = 0
+    for part, lengths in _file_lengths(weighting):
+        repetitions = weighting.weighting.repetitions[part].astype(np.int64)
+        added += int(((repetitions - 1) * lengths)[repetitions > 1].sum())
+    return added
+
+
+def _file_lengths(weighting: SourceReweighting):
+    """(the file's part of the source's arrays, its documents' tokens) of each reweighted file,
+    read from its index one file at a time."""
+    for file, start in zip(weighting.files, weighting.starts):
+        yield slice(start, start + file.documents), IndexedDatasetReader(Path(file.path)).sequence_lengths
 
 
 def _distinct_tokens(plan: MixturePlan, weighting: SourceReweighting, stage: str) -> int:

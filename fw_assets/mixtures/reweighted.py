@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 
 from fw_assets.paths import bucket_dump_dir, docs_path
 from fw_assets.formats.doc_index import read_document_index
-from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
@@ -61,11 +60,6 @@ class SourceReweighting:
 
     def covers(self, file: TokenFile) -> bool:
         return any(f.path == file.path for f in self.files)
-
-    def lengths(self) -> np.ndarray:
-        """Every document's tokens, in the order of the losses (read from the files' indexes)."""
-        found = [IndexedDatasetReader(Path(f.path)).sequence_lengths for f in self.files]
-        return np.concatenate(found) if found else np.zeros(0, np.int32)
 
 
 def reweight_sources(recipe: Recipe, files: dict[str, list[TokenFile]], read_losses: LossReader | None
