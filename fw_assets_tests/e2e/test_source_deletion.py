@@ -18,7 +18,7 @@ import pytest
 from fw_assets import settings
 from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.dagster_services import (
+from fw_assets_tests.support.dagster_services import (
     BIN,
     DagsterServices,
     chain_asset_keys,
