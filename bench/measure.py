@@ -71,9 +71,10 @@ def _bytes_written() -> int:
     return int(fields["write_bytes"])
 
 
-def disk_use(folder: Path) -> int:
-    """Bytes allocated to the files under `folder` now, each inode once (hard links share one)."""
-    seen, total = set(), 0
+def disk_use(folder: Path, seen: set | None = None) -> int:
+    """Bytes allocated to the files under `folder` now, each inode once (hard links share one;
+    `seen`: inodes counted already, elsewhere, and added to)."""
+    seen, total = set() if seen is None else seen, 0
     for directory, _, names in os.walk(folder):
         for name in names:
             try:
