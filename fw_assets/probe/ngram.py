@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import xxhash
+import pyarrow as pa
 
 from fw_assets.lib.compiled import compiled_lazily, pack_pairs
+from fw_assets.lib.string_hashes import xxh64_strings
 
 DISCOUNT = 0.75  # D: the usual absolute discount for bigrams
 ALPHA = 0.5  # add-alpha on continuation counts, so a token unseen in the reference has a probability
@@ -41,12 +42,10 @@ _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # no bigram packs to this: token ids are
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's top bits pick the slot
 
 
-def reference_halves(ids: list[str]) -> np.ndarray:
-    """Per id: 0 (half A), 1 (half B) or -1 (not in the reference sample)."""
-    groups = np.fromiter(
-        (xxhash.xxh64_intdigest(i.encode(), seed=REFERENCE_SEED) % REFERENCE_GROUPS for i in ids),
-        np.int64, len(ids),
-    )
+def reference_halves(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per id: 0 (half A), 1 (half B) or -1 (not in the reference sample); the ids hashed over
+    their Arrow buffers (lib/string_hashes: xxhash's xxh64, bit for bit)."""
+    groups = (xxh64_strings(ids, seed=REFERENCE_SEED) % np.uint64(REFERENCE_GROUPS)).astype(np.int64)
     return np.where(groups < 2, groups, -1)
 
 

@@ -88,8 +88,8 @@ def score_with_bigrams(
 ) -> tuple[dict[str, BucketLosses], str]:
     """Fit the two reference models on the dump (fw_assets.probe.ngram) and score every document.
     Returns each bucket's figures and the sha256 of the reference sample's tokens."""
-    ids = {b.name: read_document_index(b.prefix).column("id") for b in buckets}
-    halves = {name: reference_halves(bucket_ids.to_pylist()) for name, bucket_ids in ids.items()}
+    ids = {b.name: read_document_index(b.prefix, columns=["id"]).column("id") for b in buckets}
+    halves = {name: reference_halves(bucket_ids) for name, bucket_ids in ids.items()}
     digest = hashlib.sha256()
     models = []
     for half in (0, 1):
