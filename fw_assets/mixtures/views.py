@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fw_assets import paths
 from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
@@ -79,7 +80,7 @@ class DocumentPools:
         if path in self._lengths:
             return
         self._lengths[path] = IndexedDatasetReader(Path(path)).sequence_lengths
-        order = seeded_order(read_document_index(Path(path))["id"], self.seed)
+        order = seeded_order(Path(path), self.seed)
         split_of = np.zeros(len(order), dtype=np.int8)
         for split, bounds in enumerate(self.splits):
             if bounds is not None:
@@ -142,12 +143,20 @@ class DocumentPools:
         return held
 
 
-def seeded_order(ids: pa.Array | pa.ChunkedArray, seed: int) -> np.ndarray:
-    """A file's documents (positions, int32) in its seeded random order: by the BLAKE2b-64 of the
-    seed and each id (`blake2b(f"{seed}\\x00{id}", digest_size=8)`, its bytes compared), ties by
-    position. Hashed over the ids' Arrow buffers: no Python string a document."""
-    keys = blake2b_64_strings(ids, f"{seed}\x00".encode())
+def seeded_order(prefix: Path, seed: int) -> np.ndarray:
+    """The documents (positions, int32) of the token file at `prefix` in its seeded random order:
+    by the BLAKE2b-64 of the seed and each id (`blake2b(f"{seed}\\x00{id}", digest_size=8)`, its
+    bytes compared), ties by position. The ids are read and hashed over their Arrow buffers a
+    batch at a time: 8 bytes a document and one batch of ids, no Python string a document."""
+    docs = pq.ParquetFile(paths.docs_path(prefix))
+    keys, at = np.empty(docs.metadata.num_rows, np.uint64), 0
+    for batch in docs.iter_batches(ID_BATCH_ROWS, columns=["id"]):
+        keys[at: at + batch.num_rows] = blake2b_64_strings(batch.column(0), f"{seed}\x00".encode())
+        at += batch.num_rows
     return keys.argsort(kind="stable").astype(np.int32)  # a file holds fewer than 2^31 documents
+
+
+ID_BATCH_ROWS = 1 << 17  # the docs index's row groups
 
 
 def _least_used_first(pool: np.ndarray, uses: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from fw_assets.paths import token_files, token_prefix, views_dir
-from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
@@ -139,9 +139,11 @@ def test_views_keep_the_tokens_they_were_planned_on_after_a_retokenize(tmp_path)
         assert all(np.array_equal(reader[k], tokens[d]) for k, d in enumerate(selection.documents)), selection.view.path
 
 
-def test_a_file_s_seeded_order_is_by_the_blake2b_of_seed_and_id_as_python_computes_it():
+def test_a_file_s_seeded_order_is_by_the_blake2b_of_seed_and_id_as_python_computes_it(tmp_path):
     rng = np.random.default_rng(2)
-    ids = [f"<urn:uuid:{rng.integers(1 << 62):016x}>" for _ in range(5_000)] + ["<urn:uuid:same>"] * 3
+    ids = [f"<urn:uuid:{rng.integers(1 << 62):016x}>" for _ in range(300_000)] + ["<urn:uuid:same>"] * 3
+    with DocumentIndexWriter(tmp_path / "file") as docs:
+        docs.add(pa.array(ids), np.ones(len(ids), np.int32))
     keys = [hashlib.blake2b(f"1234\x00{i}".encode(), digest_size=8).digest() for i in ids]
     expected = np.frombuffer(b"".join(keys), dtype=">u8").argsort(kind="stable")
-    assert seeded_order(pa.array(ids), 1234).tolist() == expected.tolist()
+    assert seeded_order(tmp_path / "file", 1234).tolist() == expected.tolist()
