@@ -36,6 +36,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from bench import prepare
@@ -277,19 +278,25 @@ def size_table(records: list[dict]) -> str:
 
 
 def growth_table(records: list[dict]) -> str:
-    """Per step (dump B's, and the recipe's), from the smallest size to the largest: CPU per
-    document at the largest ÷ at the smallest, and peak RSS as a base plus bytes per document."""
-    small, large = records[0], records[-1]
-    lines = ["| step | CPU µs/doc, smallest | largest | ratio | peak RSS = base GiB + bytes/doc |",
-             "|---|--:|--:|--:|--:|"]
+    """Per step (dump B's, and the recipe's), across the sizes: CPU per document at each, the
+    largest's ÷ the smallest's, the marginal CPU per document between consecutive sizes (flat when
+    the work grows linearly; the smallest size's own figure carries the fixed cost of a run), and
+    peak RSS fitted as a base plus bytes per document (least squares over the sizes)."""
+    sizes = [f"{r['spec']['rows'] / 1e6:g}M" for r in records]
+    header = ["step", *(f"CPU µs/doc, {s}" for s in sizes), f"{sizes[-1]} ÷ {sizes[0]}",
+              *(f"marginal µs/doc, {a}→{b}" for a, b in zip(sizes, sizes[1:])), "peak RSS: base GiB + bytes/doc"]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "--:|" * (len(header) - 1)]
     for step in [*DUMP_STEPS, *RECIPE_STEPS]:
         dump = RECIPE if step in RECIPE_STEPS else DUMPS[-1]
-        a, b = (next(s for s in r["steps"] if s["step"] == step and s["dump"] == dump) for r in (small, large))
-        per_a, per_b = (s["cpu_seconds"] / max(s["documents"], 1) for s in (a, b))
-        slope = (b["peak_rss"] - a["peak_rss"]) / max(b["documents"] - a["documents"], 1)
-        base = a["peak_rss"] - slope * a["documents"]
-        lines.append(f"| {step} | {1e6 * per_a:,.1f} | {1e6 * per_b:,.1f} | {per_b / per_a:.2f} "
-                     f"| {base / GIB:.2f} + {slope:,.0f} |")
+        found = [next(s for s in r["steps"] if s["step"] == step and s["dump"] == dump) for r in records]
+        documents = np.array([s["documents"] for s in found], np.float64)
+        cpu = np.array([s["cpu_seconds"] for s in found])
+        per_doc = 1e6 * cpu / documents
+        marginal = 1e6 * np.diff(cpu) / np.diff(documents)
+        slope, base = np.polyfit(documents, [s["peak_rss"] for s in found], 1)
+        cells = [step, *(f"{x:,.1f}" for x in per_doc), f"{per_doc[-1] / per_doc[0]:.2f}",
+                 *(f"{x:,.1f}" for x in marginal), f"{base / GIB:.2f} + {slope:,.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
