@@ -40,21 +40,6 @@ def published_loss_record(output_root: Path, probe: str, dump: str, log: Log | N
         yield record
 
 
-@contextmanager
-def published_losses(output_root: Path, probe: str, dump: str, log: Log | None = None) -> Iterator[pa.Table]:
-    """Every published loss of `probe` for `dump` (LOSS_SCHEMA plus `bucket`), held still while the
-    body reads. A file missing or resized since it was published, or damaged in place (its page
-    checksums), is refused by name."""
-    with published_loss_record(output_root, probe, dump, log) as record:
-        tables = [
-            _read(output_root, probe_loss_path(output_root, probe, bucket, dump), dump).append_column(
-                "bucket", pa.repeat(pa.scalar(bucket, pa.string()), documents))
-            for bucket, documents in record["contents"]["documents"].items()
-            if documents
-        ]
-        yield pa.concat_tables(tables) if tables else LOSS_SCHEMA.append(pa.field("bucket", pa.string())).empty_table()
-
-
 def loss_batches(
     output_root: Path, record: dict, probe: str, bucket: str, dump: str, columns: Sequence[str], batch_rows: int
 ) -> Iterator[pa.RecordBatch]:
@@ -67,13 +52,6 @@ def loss_batches(
     try:
         losses = pq.ParquetFile(path, page_checksum_verification=True)
         yield from losses.iter_batches(batch_size=batch_rows, columns=list(columns))
-    except (pa.ArrowException, OSError) as error:
-        raise _damaged(output_root, path, dump, error) from error
-
-
-def _read(output_root: Path, path: Path, dump: str) -> pa.Table:
-    try:
-        return pq.read_table(path, schema=LOSS_SCHEMA, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
         raise _damaged(output_root, path, dump, error) from error
 

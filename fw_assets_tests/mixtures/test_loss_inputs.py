@@ -21,7 +21,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_ma
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.published import read_plan
-from fw_assets.formats.probe_losses import published_losses
+from fw_assets_tests.support.probe_losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV

@@ -12,7 +12,7 @@ import pytest
 
 from fw_assets.paths import bucketed_files, planted_probe_truth_path, probe_loss_path, token_prefix
 from fw_assets.formats.doc_index import read_document_index
-from fw_assets.formats.probe_losses import published_losses
+from fw_assets_tests.support.probe_losses import published_losses
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
