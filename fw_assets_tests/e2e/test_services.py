@@ -67,12 +67,8 @@ def deployment_env(world: dict[str, Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def services(world):
-    running = DagsterServices(world["home"], deployment_env(world))
-    try:
-        running.wait_until_ready()
+    with DagsterServices.running(world["home"], deployment_env(world)) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def materialized_partitions(services: DagsterServices, key) -> set[str]:

@@ -73,12 +73,8 @@ def env_of(world: dict[str, Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def services(world):
-    running = DagsterServices(world["home"], env_of(world))
-    try:
-        running.wait_until_ready()
+    with DagsterServices.running(world["home"], env_of(world)) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def cli_env(world: dict[str, Path]) -> dict[str, str]:

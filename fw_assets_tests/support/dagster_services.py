@@ -11,8 +11,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +188,17 @@ class DagsterServices:
     def stop(self) -> None:
         for service in reversed(self.services):
             service.stop()
+
+    @classmethod
+    @contextmanager
+    def running(cls, home: Path, env: dict[str, str]) -> Iterator["DagsterServices"]:
+        """The services started and ready (the code location loaded), stopped on leaving."""
+        services = cls(home, env)
+        try:
+            services.wait_until_ready()
+            yield services
+        finally:
+            services.stop()
 
     # --- what a user does and sees in the UI, through the same GraphQL API -----------------------
 
