@@ -300,6 +300,56 @@ def growth_table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# FineWeb-Edu (docs/benchmarks.md): its source documents and parquet bytes, its dumps
+CORPUS_DOCUMENTS, CORPUS_SOURCE_BYTES, CORPUS_DUMPS = 1.3e9, 4.2e12, 110
+# What a stage's published output grows with: the text it holds (per source byte) or its documents
+OUTPUT_GROWS_WITH = {"en": "bytes", "tokenized": "bytes", "selection": "documents", "minhash": "documents",
+                     "dedup": "documents", "probe": "documents"}
+
+
+def disk_table(record: dict) -> str:
+    """Per output part at this size: bytes per source document and per source byte, and what that
+    makes for the corpus (per source byte for the text a part holds, per document otherwise)."""
+    dumps = record["facts"]["dumps"].values()
+    documents, source = sum(d["documents"] for d in dumps), sum(d["bytes"] for d in dumps)
+    lines = ["| output | bytes | per source document | per source byte | corpus TB |", "|---|--:|--:|--:|--:|"]
+    total = 0.0
+    for part, grows in OUTPUT_GROWS_WITH.items():
+        size = record["facts"]["output_bytes"].get(part, 0)
+        corpus = size / source * CORPUS_SOURCE_BYTES if grows == "bytes" else size / documents * CORPUS_DOCUMENTS
+        total += corpus
+        lines.append(f"| {part} | {size / 1e9:,.2f} GB | {size / documents:,.0f} | {size / source:.3f} | {corpus / 1e12:.2f} |")
+    lines.append(f"| all published outputs | | | | **{total / 1e12:.2f}** |")
+    return "\n".join(lines)
+
+
+# What a step's work grows with: the text it reads (per source byte) or its documents
+STEP_GROWS_WITH = {"raw,sampled,bucketed": "bytes", "minhash": "bytes", "deduplicated": "documents",
+                   "tokenized": "bytes", "probe_loss": "bytes"}
+
+
+def corpus_table(record: dict, cores: tuple[int, ...] = (2, 16, 64)) -> str:
+    """Each step's CPU at this size (dump B's: it has an earlier dump) scaled to the corpus, per
+    source byte for a step whose work is the text (the bench's texts may be shorter than real
+    ones), per document otherwise (the bench's kept share), in CPU-hours, and the wall-hours that
+    makes with every core busy."""
+    facts = record["facts"]["dumps"][DUMPS[-1]]
+    kept = facts["bucketed_documents"] / facts["documents"]
+    lines = ["| stage | µs per document | µs per source MB | scaled by | CPU-hours |"
+             + "".join(f" wall-hours, {n} cores |" for n in cores), "|---|--:|--:|---|--:|" + "--:|" * len(cores)]
+    hours_total = 0.0
+    for step, grows in STEP_GROWS_WITH.items():
+        s = next(x for x in record["steps"] if x["step"] == step and x["dump"] == DUMPS[-1])
+        per_byte = s["cpu_seconds"] / facts["bytes"]
+        seconds = per_byte * CORPUS_SOURCE_BYTES if grows == "bytes" else s["cpu_seconds"] / facts["documents"] * CORPUS_DOCUMENTS
+        hours_total += seconds / 3600
+        scaled = f"{CORPUS_SOURCE_BYTES / 1e12:g} TB" if grows == "bytes" else f"{kept * CORPUS_DOCUMENTS / 1e6:,.0f}M documents"
+        lines.append(f"| {step} | {1e6 * s['cpu_seconds'] / s['documents']:,.1f} | {1e12 * per_byte:,.1f} | {scaled} "
+                     f"| {seconds / 3600:,.1f} |" + "".join(f" {seconds / 3600 / n:,.2f} |" for n in cores))
+    lines.append(f"| **all** | | | | **{hours_total:,.1f}** |" + "".join(f" **{hours_total / n:,.2f}** |" for n in cores))
+    return "\n".join(lines)
+
+
 def print_table(results: Path) -> None:
     records = latest_records(results)
     if not records:
@@ -308,6 +358,10 @@ def print_table(results: Path) -> None:
     if len(records) > 1:
         print()
         print(growth_table(records))
+    print()
+    print(disk_table(records[-1]))
+    print()
+    print(corpus_table(records[-1]))
 
 
 def main(argv: list[str] | None = None) -> None:
