@@ -90,7 +90,7 @@ def _reweight_source(recipe: Recipe, name: str, rule: Reweight, files: list[Toke
         mine = slice(start, start + file.documents)
         _read_file(file, lambda f=file: read_losses(rule.probe, f.dump, f.bucket), losses[mine], hashes[mine],
                    recipe.megatron.seed)
-    ids = FileIds(files, starts)
+    ids = _FileIds(files, starts)
     weighting = reweight(losses, hashes, rule.max_multiplier, rule.drop_top_share, ids)
     return SourceReweighting(name, rule, tuple(files), starts, losses, weighting)
 
@@ -99,21 +99,24 @@ def _read_file(file: TokenFile, read: Callable[[], Iterable[pa.RecordBatch]], lo
                hashes: np.ndarray, seed: int) -> None:
     """Fill `losses` and `hashes` (the file's documents', in file order) from its ids, read a batch
     at a time beside the probe's losses in the same order; losses in another order, or missing,
-    are looked up by id in all of them (`aligned_losses`, which refuses missing ones by name)."""
-    path, scored, at = docs_path(Path(file.path)), _Rows(read()), 0
+    are looked up by id in all of them once the ids are read (`aligned_losses`, which refuses
+    missing ones by name)."""
+    path, scored, in_order, at = docs_path(Path(file.path)), _Rows(read()), True, 0
     for batch in pq.ParquetFile(path).iter_batches(ID_BATCH_ROWS, columns=["id"]):
         ids = batch.column(0)
         if at + len(ids) > len(losses):
             raise ValueError(f"{path} lists more documents than its index's {len(losses):,}")
         hashes[at: at + len(ids)] = repetition_hashes(ids, seed)
-        found = scored and scored.next(len(ids))
-        if scored and (found is None or not ids.equals(found.column("id"))):
-            losses[:], scored = _losses_by_id(file, read()), None
-        elif scored:
-            losses[at: at + len(ids)] = found.column("loss").to_numpy(zero_copy_only=False)
+        if in_order:
+            found = scored.next(len(ids))
+            in_order = found is not None and ids.equals(found.column("id"))
+            if in_order:
+                losses[at: at + len(ids)] = found.column("loss").to_numpy(zero_copy_only=False)
         at += len(ids)
     if at != len(losses):
         raise ValueError(f"{path} lists {at:,} documents, its index {len(losses):,}")
+    if not in_order:
+        losses[:] = _losses_by_id(file, read())
 
 
 def _losses_by_id(file: TokenFile, batches: Iterable[pa.RecordBatch]) -> np.ndarray:
@@ -146,7 +149,7 @@ class _Rows:
         return parts[0] if len(parts) == 1 else pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
 
 
-class FileIds:
+class _FileIds:
     """The ids of documents by their position among a source's files (an IdReader): each file's
     ids are read only when some of its documents are asked for."""
 
