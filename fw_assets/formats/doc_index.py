@@ -6,6 +6,7 @@ the `.idx`), `id` (the source document's id) and `token_count` (int32, its token
 end-of-document token: the `.idx` sequence length).
 """
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -56,3 +57,14 @@ class DocumentIndexWriter(KeepOnSuccess):
 def read_document_index(prefix: Path, columns: list[str] | None = None) -> pa.Table:
     """The whole `<prefix>.docs.parquet` (small: tens of bytes per document), or its `columns`."""
     return pq.read_table(docs_path(prefix), schema=SCHEMA, columns=columns)
+
+
+def document_ids(prefix: Path) -> Iterator[pa.Array]:
+    """The `id` column of `<prefix>.docs.parquet`, a row group at a time (memory for one)."""
+    for batch in pq.ParquetFile(docs_path(prefix)).iter_batches(ROW_GROUP_ROWS, columns=["id"]):
+        yield batch.column(0)
+
+
+def document_count(prefix: Path) -> int:
+    """The rows of `<prefix>.docs.parquet`, from its footer."""
+    return pq.read_metadata(docs_path(prefix)).num_rows

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fw_assets.paths import bucket_dump_dir, docs_path
-from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.doc_index import document_ids, read_document_index
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
@@ -32,7 +32,6 @@ from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetiti
 # (losses in another order are looked up by id); a probe with no losses of the dump, or damaged
 # files, raise a ValueError saying so. Called again to read the losses again.
 LossReader = Callable[[str, str, str], Iterable[pa.RecordBatch]]
-ID_BATCH_ROWS = 1 << 17  # the docs index's row groups: ids are read and hashed one at a time
 
 # TokenFile and ViewSelection are fw_assets.mixtures.plan's and views' (plan imports this module).
 
@@ -102,8 +101,7 @@ def _read_file(file: TokenFile, read: Callable[[], Iterable[pa.RecordBatch]], lo
     are looked up by id in all of them once the ids are read (`aligned_losses`, which refuses
     missing ones by name)."""
     path, scored, in_order, at = docs_path(Path(file.path)), _Rows(read()), True, 0
-    for batch in pq.ParquetFile(path).iter_batches(ID_BATCH_ROWS, columns=["id"]):
-        ids = batch.column(0)
+    for ids in document_ids(Path(file.path)):
         if at + len(ids) > len(losses):
             raise ValueError(f"{path} lists more documents than its index's {len(losses):,}")
         hashes[at: at + len(ids)] = repetition_hashes(ids, seed)
@@ -162,7 +160,7 @@ class _FileIds:
         found = np.empty(len(positions), dtype=object)
         for i in np.unique(file_of).tolist():
             mine = np.flatnonzero(file_of == i)
-            ids = pq.read_table(docs_path(Path(self.files[i].path)), columns=["id"]).column("id")
+            ids = read_document_index(Path(self.files[i].path), columns=["id"]).column("id")
             found[mine] = ids.take(pa.array(positions[mine] - self.starts[i])).to_pylist()
         return found.tolist()
 

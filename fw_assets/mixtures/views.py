@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from fw_assets import paths
-from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
+from fw_assets.formats.doc_index import DocumentIndexWriter, document_count, document_ids, read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader, write_view_index
 from fw_assets.lib.string_hashes import blake2b_64_strings
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
@@ -148,15 +147,11 @@ def seeded_order(prefix: Path, seed: int) -> np.ndarray:
     by the BLAKE2b-64 of the seed and each id (`blake2b(f"{seed}\\x00{id}", digest_size=8)`, its
     bytes compared), ties by position. The ids are read and hashed over their Arrow buffers a
     batch at a time: 8 bytes a document and one batch of ids, no Python string a document."""
-    docs = pq.ParquetFile(paths.docs_path(prefix))
-    keys, at = np.empty(docs.metadata.num_rows, np.uint64), 0
-    for batch in docs.iter_batches(ID_BATCH_ROWS, columns=["id"]):
-        keys[at: at + batch.num_rows] = blake2b_64_strings(batch.column(0), f"{seed}\x00".encode())
-        at += batch.num_rows
+    keys, at = np.empty(document_count(prefix), np.uint64), 0
+    for ids in document_ids(prefix):
+        keys[at: at + len(ids)] = blake2b_64_strings(ids, f"{seed}\x00".encode())
+        at += len(ids)
     return keys.argsort(kind="stable").astype(np.int32)  # a file holds fewer than 2^31 documents
-
-
-ID_BATCH_ROWS = 1 << 17  # the docs index's row groups
 
 
 def _least_used_first(pool: np.ndarray, uses: np.ndarray) -> np.ndarray:
