@@ -114,3 +114,20 @@ def test_the_tokenized_target_is_four_times_ideal_tiktoken_on_prose_and_one_on_m
     found = targets({"tokenized": result("tokenized", 1.0), "tiktoken_1": result("tiktoken_1", 3.0)}, 2, 2**30, texts)
     (target,) = [t for t in found if t.what.startswith("tokenized tokens/s")]
     assert (round(target.measured, 2), target.limit, target.met) == (1.5, needed, needed == 1.0)
+
+
+@pytest.mark.e2e
+def test_the_scale_group_runs_every_stage_of_two_dumps_and_a_recipe_through_the_cli(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--groups", "scale", "--rows", "5000", "--files", "2",
+         "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results")],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    rows = [line for line in completed.stdout.splitlines() if line.startswith("| ")]
+    for step, dump in [("raw,sampled,bucketed", "CC-MAIN-2013-20"), ("deduplicated", "CC-MAIN-2013-48"),
+                       ("probe_loss", "CC-MAIN-2013-48"), ("mixture_plan", "scale"), ("megatron_indexes", "scale")]:
+        assert any(row.startswith(f"| {step} | {dump} | 5,000 |") for row in rows), (step, dump)
+    assert "| all published outputs |" in completed.stdout and "| **all** |" in completed.stdout
+    assert len(list((tmp_path / "results").glob("scale-5000-*.json"))) == 1
+    assert not any((tmp_path / "work" / "scale").iterdir()), "a size's data is deleted once measured"
