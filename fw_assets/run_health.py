@@ -20,6 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from fw_assets.formats.lineage import StaleInput
 from fw_assets.paths import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.slots import machine_slot
@@ -113,15 +114,25 @@ def how_to_free(holder: dict) -> str:
 
 
 @contextmanager
+def refusing_stale_inputs() -> Iterator[None]:
+    """An input made from inputs replaced since (fw_assets.formats.lineage) fails the step with
+    what to run, not a traceback."""
+    try:
+        yield
+    except StaleInput as error:
+        raise dg.Failure(description=f"{error} Nothing was published.") from error
+
+
+@contextmanager
 def writing_step(
     context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed
 ) -> Iterator[None]:
     """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
-    naming the path and the space it needs, not a traceback."""
+    naming the path and the space it needs, a stale input with what to run, not a traceback."""
     step = context.asset_key.to_user_string()
     try:
         partition = f"{partition_kind(context).capitalize()} {context.partition_key}"
-        with explaining_disk_errors(output_root, partition, step, need):
+        with refusing_stale_inputs(), explaining_disk_errors(output_root, partition, step, need):
             start_step(context)
             yield
     except OutputDiskError as error:

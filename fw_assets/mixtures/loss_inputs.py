@@ -1,19 +1,18 @@
 """The probe losses a recipe's reweighted sources read, as the mixture assets share them: the
-dependency on `probe_loss` of every dump (lineage), the published generations held still while the
-plan reads them and recorded in its identity, and the refusal to build over losses re-published
-(or changed underneath) since the plan was made."""
+dependency on `probe_loss` of every dump (lineage), and the published generations held still while
+the plan reads them, each refused if it is stale (fw_assets.formats.lineage) and recorded among the
+plan's inputs with the probe that scored it."""
 
-import json
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
 
-from fw_assets.paths import generation_record_path, publication_name
-from fw_assets.formats.probe_losses import published_losses
-from fw_assets.lib.publish import Log, PublishedOutputChanged, published_generation
+from fw_assets.formats.lineage import StaleInput
+from fw_assets.formats.probe_losses import published_losses, scoring_identity
+from fw_assets.lib.publish import Log, PublishedOutputChanged, input_entry, recorded_generation
+from fw_assets.paths import publication_name
 
 # A reweighted source reads the losses of every dump it draws on: each recipe depends on
 # `probe_loss` of all dumps, named by its key (test_structure.py), like ALL_DUMPS_TOKENIZED.
@@ -22,12 +21,12 @@ ALL_DUMPS_PROBED = dg.AssetDep(dg.AssetKey("probe_loss"), partition_mapping=dg.A
 
 class HeldLosses:
     """A `reweighted.LossReader` that holds each (probe, dump) generation it read still until the
-    stack closes, and remembers which generation that was."""
+    stack closes, and remembers its generation record."""
 
     def __init__(self, root: Path, log: Log, stack: ExitStack) -> None:
         self.root, self.log, self.stack = root, log, stack
         self.tables: dict[tuple[str, str], pa.Table] = {}
-        self.generations: dict[str, dict[str, str]] = {}  # probe -> dump -> generation
+        self.records: dict[tuple[str, str], dict] = {}
 
     def __call__(self, probe: str, dump: str) -> pa.Table:
         if (probe, dump) not in self.tables:
@@ -36,44 +35,13 @@ class HeldLosses:
             except PublishedOutputChanged as error:
                 raise ValueError(f"Dump {dump}: probe {probe}: {str(error).rstrip('.')} "
                                  f"(--select probe_loss --partition {dump})") from error
-            record = json.loads(generation_record_path(self.root, publication_name("probe_loss", probe, dump)).read_text())
+            except StaleInput as error:
+                raise ValueError(f"probe {probe}: {error}") from error
             self.tables[probe, dump] = table
-            self.generations.setdefault(probe, {})[dump] = record["generation"]
+            self.records[probe, dump] = recorded_generation(self.root, publication_name("probe_loss", probe, dump))
         return self.tables[probe, dump]
 
-
-def loss_generations(root: Path, probes: list[str], dumps: list[str]) -> dict[str, dict[str, str]]:
-    """The published loss generation of each probe and dump that has one (for data versions)."""
-    found = {}
-    for probe in probes:
-        for dump in dumps:
-            record = generation_record_path(root, publication_name("probe_loss", probe, dump))
-            if record.is_file():
-                found.setdefault(probe, {})[dump] = json.loads(record.read_text())["generation"]
-    return found
-
-
-@contextmanager
-def refuse_a_plan_on_other_losses(name: str, root: Path, plan_record: dict, log: Log) -> Iterator[None]:
-    """Hold the loss generations the plan was made from still while the body builds on it;
-    refuse (naming the probe and dump) if one was re-published or changed underneath since."""
-    planned = plan_record["contents"].get("probe_generations", {})
-    changed = []
-    with ExitStack() as stack:
-        for probe, dumps in planned.items():
-            for dump, generation in dumps.items():
-                try:
-                    record = stack.enter_context(published_generation(root, publication_name("probe_loss", probe, dump), dump, log))
-                except PublishedOutputChanged as error:
-                    changed.append(f"{probe} of {dump} ({error})")
-                    continue
-                if record is None or record["generation"] != generation:
-                    now = "none" if record is None else record["generation"]
-                    changed.append(f"{probe} of {dump} (planned from generation {generation}, now {now})")
-        if changed:
-            raise dg.Failure(
-                f"Recipe {name}: the plan is stale, the probe losses it reweighted by changed since it "
-                f"was made: {'; '.join(changed[:5])}. Materialize the plan again (--select "
-                f"'mixture_plan*' --partition {name}). Nothing was published."
-            )
-        yield
+    def inputs(self) -> dict[str, dict]:
+        """The losses read, as a generation record's inputs: each with the probe that scored it."""
+        return {publication_name("probe_loss", probe, dump): input_entry(record, probe=scoring_identity(record))
+                for (probe, dump), record in self.records.items()}

