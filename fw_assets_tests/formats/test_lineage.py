@@ -20,9 +20,9 @@ from fw_assets.paths import generation_record_path
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.conftest import SAMPLE_DUMPS
-from fw_assets_tests.helpers import materialize_dump, resources, writable_copy
-from fw_assets_tests.mixtures.materialized import BUILD_CONFIG, RECIPE, RECIPE_NAME, write_recipe
+from fw_assets_tests.support.materialized_mixtures import BUILD_CONFIG, RECIPE, RECIPE_NAME, write_recipe
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources
+from fw_assets_tests.support.trees import writable_copy
 
 # Every asset's output reweighted and exported: each stage publishes at least once.
 EVERYTHING = {**RECIPE, "export": "packed", "sources": {**RECIPE["sources"], "top": {
