@@ -25,6 +25,7 @@ from fw_assets.paths import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions
+from fw_assets.resources import AnotherOutputFolder, claim_output_folder
 
 # A backfill's runs carry only a partition range: name the dump (or the recipe) on the run's page.
 DUMP_TAG = "fw_assets/dump"
@@ -84,9 +85,11 @@ def partition_kind(context: dg.AssetExecutionContext) -> str:
     return "dump" if context.assets_def.partitions_def is dump_partitions else "recipe"
 
 
-def start_step(context: dg.AssetExecutionContext) -> None:
-    """Record the dump (or recipe) and this step's process in its run's tags (shown on the run's
+def start_step(context: dg.AssetExecutionContext, output_root: Path) -> None:
+    """Refuse an output folder other than the instance's (fw_assets.resources.claim_output_folder),
+    record the dump (or recipe) and this step's process in its run's tags (shown on the run's
     page), and fail the runs of this host that died."""
+    claim_output_folder(context.instance, output_root)
     tag = DUMP_TAG if partition_kind(context) == "dump" else RECIPE_TAG
     tags = {tag: context.partition_key, **_this_process()}
     context.instance.add_run_tags(context.run.run_id, tags)
@@ -128,14 +131,15 @@ def writing_step(
     context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed
 ) -> Iterator[None]:
     """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
-    naming the path and the space it needs, a stale input with what to run, not a traceback."""
+    naming the path and the space it needs, a stale input with what to run, another instance's
+    output folder naming both, not a traceback."""
     step = context.asset_key.to_user_string()
     try:
         partition = f"{partition_kind(context).capitalize()} {context.partition_key}"
         with refusing_stale_inputs(), explaining_disk_errors(output_root, partition, step, need):
-            start_step(context)
+            start_step(context, output_root)
             yield
-    except OutputDiskError as error:
+    except (OutputDiskError, AnotherOutputFolder) as error:
         raise dg.Failure(description=str(error)) from error
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.bucketing.raw import raw
 from fw_assets.jobs import dump_chain_job
@@ -59,6 +60,8 @@ def dump_cursor(requested: dict[str, str]) -> str:
     ),
 )
 def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> dg.SensorResult:
+    if refused := refused_folder(context, storage):
+        return dg.SensorResult(skip_reason=refused, cursor=context.cursor)
     # dead runs of this host would otherwise fill max_concurrent_runs and hold the queue
     fail_dead_runs(context.instance, context.log.warning)
     requested = load_cursor(context.cursor)

@@ -27,6 +27,7 @@ import json
 import dagster as dg
 import xxhash
 
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.automation.observations import latest_observations
 from fw_assets.dedup.band_key_index import band_key_index
@@ -97,6 +98,8 @@ def stale_dumps(instance: dg.DagsterInstance, root) -> dict[str, str]:
     "dump and inputs), unless a run of that dump is queued or in progress.",
 )
 def stale_dedup(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> dg.SensorResult:
+    if refused := refused_folder(context, storage):
+        return dg.SensorResult(skip_reason=refused)
     if MINHASH_POLICY.scope != Scope.ACROSS_DUMPS:
         return dg.SensorResult(skip_reason=f"Scope {MINHASH_POLICY.scope}: no decision reads an earlier dump.")
     # a dead run of this host would otherwise count as in progress for good

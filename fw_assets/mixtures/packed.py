@@ -19,7 +19,7 @@ from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs
+from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs, writing_step
 
 SQL = ()
 MODULES = (
@@ -50,7 +50,8 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
         plan, stages = _built_plan(name, root, plan_record, indexes_record)
         refuse_an_edited_recipe(name, plan_record)
         if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
-            _remove_an_earlier_export(name, root, log)
+            with writing_step(context, root, SpaceNeed(0, "nothing: an earlier export is removed")):
+                _remove_an_earlier_export(name, root, log)
             log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")
             return
         with (

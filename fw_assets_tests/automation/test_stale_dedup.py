@@ -12,6 +12,7 @@ from dagster._core.loader import LoadingContextForTest
 
 from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.band_key_lineage import published
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.definitions import defs
@@ -116,3 +117,25 @@ def test_a_minhash_published_without_its_observation_gets_it_and_the_later_dumps
     assert set(tick(instance, source, tmp_path)) == {SECOND, THIRD}
     assert observed_version(instance, FIRST)
     assert latest_materialization(instance, minhash.key, FIRST) is None
+
+
+def test_the_output_folders_records_decide_not_an_instance_history_of_another_folder(instance, source, tmp_path):
+    """The instance also holds an observation of FIRST made in another output folder (the demo's,
+    say); in this folder FIRST was never signed, so the later dumps' decisions are current."""
+    for dump in (SECOND, THIRD):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    instance.report_runless_asset_event(published(FIRST, "0123456789abcdef", "elsewhere0000"))
+    assert tick(instance, source, tmp_path) == {}
+
+
+def test_the_run_key_is_the_dump_and_the_inputs_it_will_read_whatever_the_history(instance, source, tmp_path):
+    """Whatever a sensor believes, it never asks twice for a dump with the same inputs: the run key
+    holds what the re-decision will read, so a second instance of this folder asks the same."""
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    requested = tick(instance, source, tmp_path)
+    assert set(requested) == {SECOND, THIRD}
+    with dg.DagsterInstance.ephemeral() as fresh:
+        assert tick(fresh, source, tmp_path) == requested
+    materialize_dump(source, tmp_path, FIRST, assets=[minhash], instance=instance)  # the same content again
+    assert tick(instance, source, tmp_path) == requested
