@@ -81,8 +81,10 @@ def stale_dumps(instance: dg.DagsterInstance, root) -> dict[str, str]:
         failed = attempt > decided.get(dump, 0)  # its latest attempt published nothing
         if dump in busy or (record is None and not failed) or (record and not changed_inputs(root, record)):
             continue
-        if failed and attempt > max((i for d, i in signed.items() if d <= dump), default=0):
-            continue  # it failed with the inputs published now: the same run would fail again
+        # it failed with the earlier dumps published now (its own is signed in the run deciding it,
+        # whose planned event comes first): the same run would fail again
+        if failed and attempt > max((i for d, i in signed.items() if d < dump), default=0):
+            continue
         versions = json.dumps(decision_inputs(root, dump), sort_keys=True).encode()
         stale[dump] = f"{dump}@inputs-{xxhash.xxh3_64(versions).hexdigest()}"
     return stale

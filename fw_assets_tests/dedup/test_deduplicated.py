@@ -223,8 +223,12 @@ def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(sour
 def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_it_is_re_signed(
     source, in_order, tmp_path
 ):
+    """LATE's first decisions fail on EARLY's damaged file: none are published. No request while
+    nothing changed (the same run would fail again); one once EARLY is signed again."""
     output = tmp_path / "repaired"
     shutil.copytree(in_order[0], output)
+    dedup_path(output, LATE).unlink()
+    generation_record_path(output, publication_name("dedup", LATE)).unlink()
     damage_arrow_values(signatures_path(minhash_path(output, EARLY)), "signature")
     with dg.DagsterInstance.ephemeral() as instance:
         failed = materialize_dump(

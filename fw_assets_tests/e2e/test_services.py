@@ -34,8 +34,8 @@ from fw_assets_tests.support.dagster_services import (
     find_chromium,
     tag,
     wait_for,
-    write_instance_yaml,
 )
+from fw_assets.demo import write_instance_yaml
 
 pytestmark = pytest.mark.e2e
 

@@ -22,6 +22,7 @@ import yaml
 from websockets.sync.client import connect
 
 from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.demo import write_instance_yaml
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 
@@ -39,25 +40,6 @@ RUN_FIELDS = """runId status tags { key value } stepStats { stepKey status }
 SENSOR_SELECTOR = (
     '{repositoryName: "__repository__", repositoryLocationName: "fw_assets", sensorName: $sensor}'
 )
-
-
-def write_instance_yaml(home: Path) -> Path:
-    """The repo's dagster.yaml in a private DAGSTER_HOME, its relative `.dagster/` folders moved
-    under that home, so whatever folder a command starts in, nothing lands in the repo's `.dagster/`."""
-
-    def anchored(node):
-        if isinstance(node, dict):
-            return {key: anchored_value(key, value) for key, value in node.items()}
-        return node
-
-    def anchored_value(key, value):
-        relative_folder = key == "base_dir" and not Path(value).is_absolute()
-        return str(home / value) if relative_folder else anchored(value)
-
-    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-    path = home / "dagster.yaml"
-    path.write_text(yaml.safe_dump(anchored(config), sort_keys=False))
-    return path
 
 
 def free_port() -> int:
