@@ -3,6 +3,7 @@ dependency on `probe_loss` of every dump (lineage), and the published generation
 the plan reads them, each refused if it is stale (fw_assets.formats.lineage) and recorded among the
 plan's inputs with the probe that scored it."""
 
+import json
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -39,9 +40,27 @@ class HeldLosses:
                 raise ValueError(f"probe {probe}: {error}") from error
             self.tables[probe, dump] = table
             self.records[probe, dump] = recorded_generation(self.root, publication_name("probe_loss", probe, dump))
+            self._refuse_mixed_scorers(probe)
         return self.tables[probe, dump]
+
+    def _refuse_mixed_scorers(self, probe: str) -> None:
+        """Losses are weighed against their source's median: every dump read under one probe
+        name must have been scored by the same probe (model bytes, settings)."""
+        scorers = {dump: scoring_identity(record) for (p, dump), record in self.records.items() if p == probe}
+        if len({json.dumps(s, sort_keys=True) for s in scorers.values()}) > 1:
+            listed = "; ".join(f"{dump}: {_describe(identity)}" for dump, identity in sorted(scorers.items()))
+            raise ValueError(
+                f"probe {probe} scored the dumps with different models: {listed}. A source's losses are "
+                f"compared with each other, so its dumps must be scored by one probe: materialize "
+                f"probe_loss of each of them with the same one (--select probe_loss --partition DUMP)")
 
     def inputs(self) -> dict[str, dict]:
         """The losses read, as a generation record's inputs: each with the probe that scored it."""
         return {publication_name("probe_loss", probe, dump): input_entry(record, probe=scoring_identity(record))
                 for (probe, dump), record in self.records.items()}
+
+
+def _describe(identity: dict) -> str:
+    """A probe's identity, short: its model's sha256 (first 12) and settings, or its parameters."""
+    return ", ".join(f"{key} {str(value)[:12] if key == 'model_sha256' else value}"
+                     for key, value in sorted(identity.items()) if key != "name")

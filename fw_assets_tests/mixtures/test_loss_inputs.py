@@ -33,7 +33,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_ma
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.published import read_plan
-from fw_assets.formats.probe_losses import published_losses
+from fw_assets.formats.probe_losses import published_losses, scoring_identity
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
@@ -41,6 +41,7 @@ from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.damage import damage_text_page
 from fw_assets_tests.support.runs import materialize_dump, resources
+from fw_assets_tests.support.tiny_model import save_tiny_model
 from fw_assets_tests.support.trees import published_tree, writable_copy
 from fw_assets_tests.support.materialized_mixtures import (
     RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, tokenize, write_recipe,
@@ -159,6 +160,32 @@ def _other_text(doc_id: str) -> str:
     """A text of its own for `doc_id`: no near-duplicate of another."""
     words = random.Random(doc_id).choices("plant cell river light energy school lesson map star".split(), k=300)
     return " ".join(f"{w}{random.Random(doc_id + w).randint(0, 99)}" for w in words)
+
+
+def test_a_source_whose_dumps_two_models_scored_under_one_probe_name_is_refused(
+    sample_source, tokenized_output, tmp_path, monkeypatch
+):
+    """`probe_loss` of one dump with a model folder `a/tiny`, of the other with `b/tiny` (other
+    weights): a recipe reweighting by `probe: tiny` would weigh each dump against its own model's
+    scale. The plan refuses, naming each dump's model."""
+    output = writable_copy(tokenized_output, tmp_path / "output")
+    for dump, seed in zip(SAMPLE_DUMPS, (0, 1)):
+        model = save_tiny_model(tmp_path / "ab"[seed] / "tiny", seed=seed)
+        probe = ProbeResource(model_dir=str(model), max_tokens=64, batch_tokens=4096)
+        materialize_dump(sample_source, output, dump, [probe_loss], extra_resources={"probe": probe})
+    shas = [scoring_identity(json.loads(generation_record_path(output, publication_name("probe_loss", "tiny", d)).read_text()))
+            ["model_sha256"] for d in SAMPLE_DUMPS]
+    recipe = {**REWEIGHTED, "sources": {**REWEIGHTED["sources"], "top": {
+        **REWEIGHTED["sources"]["top"], "reweight": {**REWEIGHTED["sources"]["top"]["reweight"], "probe": "tiny"}}}}
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(write_recipe(tmp_path / "recipes", recipe).parent))
+    before = published_tree(output)
+    message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
+    for expected in ("sources.top.reweight: probe tiny scored the dumps with different models",
+                     f"{SAMPLE_DUMPS[0]}: kind causal_lm, max_tokens 64, model_sha256 {shas[0][:12]}",
+                     f"{SAMPLE_DUMPS[1]}: kind causal_lm, max_tokens 64, model_sha256 {shas[1][:12]}",
+                     "--select probe_loss --partition", f"Nothing was published for recipe {RECIPE_NAME}"):
+        assert expected in message, message
+    assert published_tree(output) == before
 
 
 def test_no_top_document_is_listed_more_than_twice_and_repeated_ones_have_higher_losses(probed):
