@@ -137,10 +137,11 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     stages, views = [], []
     pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
     reweighted = reweight_sources(recipe, files, read_losses)
+    limits = SizeLimits(recipe, *settings.mixture_limits())
+    limits.check_reweighted(reweighted.values())
     for weighting in reweighted.values():
         for file in weighting.files:
             pools.reweight(file.path, weighting.repetitions(file))
-    limits = SizeLimits(recipe, *settings.mixture_limits())
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
@@ -203,6 +204,23 @@ class SizeLimits:
     def __init__(self, recipe: Recipe, memory_gib: float, disk_gib: float) -> None:
         self.recipe, self.memory_gib, self.disk_gib = recipe, memory_gib, disk_gib
         self.disk = 0
+
+    def check_reweighted(self, reweighted) -> None:
+        """The views of reweighted sources, before any is listed: each lists a document its
+        repetitions times (memory: its positions and lengths, ~16 bytes an entry, for every stage;
+        disk: ~48 bytes an entry of a whole-file view, written for every stage)."""
+        stages = len(self.recipe.stages())
+        for weighting in reweighted:
+            listed = int(weighting.weighting.repetitions.sum(dtype=np.int64)) * stages
+            views = 0 if self.recipe.fresh_documents else 48 * listed  # fresh views: counted by `check`
+            self.disk += views
+            for what, needed, limit, env in (("memory", 16 * listed, self.memory_gib, settings.MAX_MEMORY_ENV),
+                                             ("disk", self.disk, self.disk_gib, settings.MAX_DISK_ENV)):
+                if needed > limit * 2**30:
+                    raise RecipeError(self.recipe.path, f"sources.{weighting.source}.reweight", (
+                        f"{listed:,} document entries over {stages} stage(s) need about {needed / 2**30:,.2f} GiB of "
+                        f"{what} for the views listing its documents as often as the reweighting says, over the limit "
+                        f"of {limit:g} GiB ({env}): lower max_multiplier, or raise the limit if this host has it"))
 
     def check(self, phase: Phase, stage: Stage, members: tuple[Member, ...], samples: int) -> None:
         """`samples`: the stage's train, valid and test samples together."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import parse_split
+from fw_assets.mixtures.reweighting import MAX_MULTIPLIER
 from fw_assets.sampling_policy import SEED_POLICY
 
 # Megatron-Core 0.16's `unique_identifiers` of `--tokenizer-type NullTokenizer --vocab-size N`
@@ -263,6 +264,10 @@ def _reweight(path: Path, key: str, buckets: tuple[str, ...], source: "_Fields")
     if not multiplier >= 1:
         raise RecipeError(path, f"{key}.max_multiplier", f"{multiplier} is below 1: a document is never weighed "
                           "below its plain share, so the cap must be at least 1")
+    if multiplier > MAX_MULTIPLIER:
+        raise RecipeError(path, f"{key}.max_multiplier", f"{multiplier:g} is above {MAX_MULTIPLIER:g}: repeated data "
+                          f"is worth little more after about {MAX_MULTIPLIER:g} passes (Muennighoff et al. 2023), so "
+                          f"the cap is at most {MAX_MULTIPLIER:g}")
     if not 0 <= share < 0.5:
         raise RecipeError(path, f"{key}.drop_top_share", f"{share} is outside [0, 0.5): the share of the "
                           "source's documents with the highest losses to drop")

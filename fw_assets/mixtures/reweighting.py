@@ -21,6 +21,17 @@ import xxhash
 from fw_assets.contracts.findings import count_rows
 
 
+# The cap's ceiling. A multiplier repeats a document within one pass over its source; data repeated
+# up to about 4 epochs trains almost as well as unique data, and beyond that the value of each
+# repetition falls off fast (Muennighoff et al. 2023, "Scaling Data-Constrained Language Models";
+# the recipes' `epochs` check warns above 4 passes for the same reason).
+MAX_MULTIPLIER = 4.0
+# Below this median loss (nats per token: the probe gives the typical token 99 % or more) the probe
+# has seen these texts or is broken: a language model on web text is at 2-3, the bigram probe at 5-7;
+# every multiplier would be its loss's noise over a vanishing median.
+MIN_TYPICAL_LOSS = 0.01
+
+
 class ReweightingRefused(ValueError):
     """The arguments or the losses cannot be reweighted; the message says which and why."""
 
@@ -39,11 +50,15 @@ class Reweighting:
 def reweight(
     ids: Sequence[str], losses: np.ndarray, max_multiplier: float, drop_top_share: float, seed: int
 ) -> Reweighting:
-    """Each document's repetitions under the rule above; refuses M < 1, S outside [0, 0.5) and
-    losses that are NaN or infinite (naming the ids)."""
+    """Each document's repetitions under the rule above; refuses M outside [1, MAX_MULTIPLIER], S
+    outside [0, 0.5), losses that are NaN or infinite (naming the ids) and a median loss under
+    MIN_TYPICAL_LOSS."""
     losses = np.asarray(losses, dtype=np.float64)
     if not max_multiplier >= 1:
         raise ReweightingRefused(f"max_multiplier must be at least 1 (a document is never weighed below its plain share), got {max_multiplier}")
+    if max_multiplier > MAX_MULTIPLIER:
+        raise ReweightingRefused(f"max_multiplier must be at most {MAX_MULTIPLIER:g} (data repeated more than a few "
+                                 f"times is worth little more), got {max_multiplier:g}")
     if not 0 <= drop_top_share < 0.5:
         raise ReweightingRefused(f"drop_top_share must be in [0, 0.5), got {drop_top_share}")
     if len(ids) != len(losses):
@@ -52,9 +67,13 @@ def reweight(
     if bad.any():
         examples = [ids[i] for i in np.flatnonzero(bad)[:5]]
         raise ReweightingRefused(f"{count_rows(int(bad.sum()))} with a NaN or infinite loss (ids {', '.join(examples)}): re-run `probe_loss` for their dumps")
-    typical = float(np.median(losses)) if len(losses) else 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = losses / typical if typical > 0 else np.ones_like(losses)
+    typical = float(np.median(losses)) if len(losses) else MIN_TYPICAL_LOSS
+    if typical < MIN_TYPICAL_LOSS:
+        raise ReweightingRefused(
+            f"the median loss is {typical:.3g} nats per token, under {MIN_TYPICAL_LOSS:g}: the probe predicts these "
+            f"documents almost perfectly (it was trained on them, or it is broken), so its losses cannot tell "
+            f"them apart; score them with another probe")
+    ratio = losses / typical
     multipliers = np.clip(ratio, 1.0, max_multiplier)
     by_loss = np.lexsort((np.asarray(ids, dtype=object).astype(str), -losses))
     dropped = np.zeros(len(losses), bool)

@@ -100,6 +100,8 @@ def _reweight(**rule):
     (lambda r: r["megatron"].update(global_batch_size=0), "megatron.global_batch_size", "positive"),
     (lambda r: [s.update(weight=0) for s in r["sources"].values()], "sources", "zero"),
     (_reweight(max_multiplier=0.5), "sources.top.reweight.max_multiplier", "below 1"),
+    (_reweight(max_multiplier=1e9), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
+    (_reweight(max_multiplier=4.5), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
     (_reweight(drop_top_share=0.5), "sources.top.reweight.drop_top_share", "outside [0, 0.5)"),
     (_reweight(drop_top_share=-0.1), "sources.top.reweight.drop_top_share", "outside [0, 0.5)"),
     (_reweight(by="perplexity"), "sources.top.reweight.by", "'probe_loss'"),

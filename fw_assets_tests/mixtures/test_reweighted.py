@@ -18,6 +18,7 @@ from fw_assets.mixtures.contract import reweight_outcomes
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.mixtures.views import write_views
+from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
 from fw_assets_tests.support import curriculum
 from fw_assets_tests.support.curriculum import CURRICULUM, train_ids, view_ids
 from fw_assets_tests.support.megatron_oracle import DUMPS, REWEIGHTED_CASE, TOKENIZER, synthetic_losses
@@ -147,3 +148,15 @@ def test_with_fresh_documents_reweighting_applies_within_each_stages_fresh_subse
         assert not seen & set(counts), "stages still read fresh documents while there are unread ones"
         seen |= set(counts)
     assert all(o.passed for o in reweight_outcomes(mixture))
+
+
+@pytest.mark.parametrize("env, what", [(MAX_DISK_ENV, "disk"), (MAX_MEMORY_ENV, "memory")])
+def test_reweighted_views_count_against_the_limits_before_any_is_listed(tree, monkeypatch, env, what):
+    """The views listing each document its repetitions times are counted, by the source's key,
+    before any is built: a limit they exceed refuses the plan there, not after allocating them."""
+    monkeypatch.setenv(env, "0.000001")  # 1 KiB: less than the views' entries, more than nothing
+    with pytest.raises(RecipeError) as error:
+        _plan(tree, _recipe(), synthetic_losses(tree / "out", REWEIGHTED_CASE.documents))
+    assert error.value.key == "sources.top.reweight", error.value
+    assert f"of {what} for the views listing its documents as often as the reweighting says" in error.value.problem
+    assert f"({env})" in error.value.problem
