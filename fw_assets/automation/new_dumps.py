@@ -4,8 +4,8 @@ Each tick looks at every dump folder under the source root. A dump whose files a
 fw_assets.formats.dump_files) and whose fingerprint (names, sizes, mtimes) differs from the one last
 requested gets one run of the whole chain. The run key holds the fingerprint, so a repeated tick, a
 daemon restart or a lost cursor never requests the same files twice, and changed files are requested
-again. A dump first seen already materialized from exactly these files (a UI backfill or the CLI got
-there first) is recorded without a run. A dump with a queued or in-progress run (UI, CLI, sensor)
+again. A dump already materialized from exactly its current files (a UI backfill or the CLI got
+there first, also while the sensor waited for that run) is recorded without a run. A dump with a queued or in-progress run (UI, CLI, sensor)
 waits for it to end: never a second run beside it. The cursor is this sensor's own JSON:
 {"requested": {dump: fingerprint}}.
 """
@@ -127,7 +127,7 @@ def _decide(
         return Decision(
             "wait", f"run {unfinished_run} of this dump is queued or in progress; next tick after it", state
         )
-    if last_requested is None and is_processed(state):
+    if is_processed(state):  # a UI backfill or a CLI run got there first (the sensor may have waited for it)
         return Decision("adopt", "already materialized from these files; not requested again", state)
     return Decision("request", f"{ready.reason}; requesting a run (files {state.fingerprint})", state)
 

@@ -169,6 +169,29 @@ def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instan
     assert requested_dumps(tick(instance, source, result.cursor)) == [DUMP]
 
 
+def test_a_dump_the_cli_processed_while_the_sensor_waited_is_not_requested_again(instance, source, tmp_path):
+    """Requested once; then downloaded again and run from the CLI: the sensor waits for that run,
+    then finds the dump materialized from exactly its new files and launches no second chain."""
+    write_dump(source)
+    first = tick(instance, source)
+    assert requested_dumps(first) == [DUMP]
+    shutil.rmtree(source / "data" / DUMP)
+    write_dump(source, seed=3)
+    cli_run = unfinished_run(instance, DUMP, dg.DagsterRunStatus.STARTED)
+    waiting = tick(instance, source, first.cursor)
+    assert requested_dumps(waiting) == []
+    dg.materialize(  # what that CLI run did: the whole chain from the new files
+        [asset for asset in defs.assets if asset.partitions_def == dump_partitions],
+        partition_key=DUMP,
+        resources={**defs.resources, **resources(source, tmp_path / "out")},
+        instance=instance,
+    )
+    instance.delete_run(cli_run)  # ended
+    after = tick(instance, source, waiting.cursor)
+    assert requested_dumps(after) == []
+    assert "1 dump(s) unchanged" in after.skip_reason.skip_message
+
+
 @pytest.mark.parametrize("status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED])
 def test_a_dump_whose_run_is_queued_or_in_progress_waits_for_it(instance, source, status):
     write_dump(source)
