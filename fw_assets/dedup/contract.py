@@ -88,6 +88,9 @@ def check_decisions(
     ]
 
 
+NO_IDS = pa.table({"id": pa.array([], pa.string())})
+
+
 def _reconciliation(
     con: duckdb.DuckDBPyConnection,
     dump: str,
@@ -99,12 +102,14 @@ def _reconciliation(
     named = set(pointers.column("duplicate_of_dump").to_pylist())
     pointed = {d: minhash_files[d] for d in sorted(named) if d in minhash_files}
     con.register("pointed_ids", _ids_among(pointed, pointers))
+    # a dump with nothing bucketed (every score below the lowest bucket) has no file to read
+    ids = con.read_parquet([str(p) for p in bucketed]).select("id") if bucketed else con.from_arrow(NO_IDS)
+    ids.create_view("bucketed_ids")
     try:
-        rows = con.execute(load_sql("dedup_reconciliation"), {
-            "decisions": str(decisions), "bucketed": [str(p) for p in bucketed], "dump": dump,
-        }).fetchall()
+        rows = con.execute(load_sql("dedup_reconciliation"), {"decisions": str(decisions), "dump": dump}).fetchall()
     finally:
         con.unregister("pointed_ids")
+        con.execute("DROP VIEW bucketed_ids")
     violations = [
         Violation(rule, "id", n, f"{count_rows(n)}: {_PROBLEMS[rule]} ({rule})", examples=tuple(examples))
         for rule, n, examples in rows

