@@ -50,6 +50,7 @@ class CausalLM:
         self.max_tokens, self.batch_tokens = spec.max_tokens, spec.batch_tokens
         self.prefix = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         self._refuse_a_context_too_short(spec)
+        self._refuse_ids_without_embeddings(spec)
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise NotAModel(
                 f"Probe {spec.name}: device {spec.device!r} was asked for, but torch sees no CUDA device here "
@@ -69,6 +70,17 @@ class CausalLM:
                 f"Probe {spec.name}: max_tokens {spec.max_tokens} needs {needed} positions (one for the BOS "
                 f"prefix), but the model in {spec.model_dir} has {positions}. Set the probe's max_tokens to "
                 f"at most {positions - (self.prefix is not None)}; nothing was published."
+            )
+
+    def _refuse_ids_without_embeddings(self, spec: ProbeSpec) -> None:
+        """A token id beyond the model's embedding would fail mid-run (IndexError on CPU, a device
+        assert on CUDA): a tokenizer and a model that do not belong together."""
+        ids, rows = len(self.tokenizer), self.model.get_input_embeddings().num_embeddings
+        if ids > rows:
+            raise NotAModel(
+                f"Probe {spec.name}: the tokenizer in {spec.model_dir} has {ids} token ids, but the model's embedding "
+                f"has {rows} rows: ids {rows} and above cannot be scored. The tokenizer files and the weights "
+                "belong to different models; save both from one (save_pretrained); nothing was published."
             )
 
     def score(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -68,6 +68,17 @@ def test_a_document_far_longer_than_read_scores_as_its_first_tokens_encoded_whol
     assert abs(nll[0] - expected_nll) < 1e-3
 
 
+def test_a_model_with_fewer_embeddings_than_its_tokenizer_has_ids_is_refused_naming_both(tmp_path):
+    folder = save_tiny_model(tmp_path / "short-vocabulary", missing_ids=3)
+    vocabulary = len(WORDS) + 3  # the words and three special tokens
+    with pytest.raises(NotAModel) as refused:
+        CausalLM(ProbeSpec("short", folder, max_tokens=64))
+    message = str(refused.value)
+    for expected in (f"Probe short: the tokenizer in {folder} has {vocabulary} token ids",
+                     f"the model's embedding has {vocabulary - 3} rows", "nothing was published"):
+        assert expected in message, message
+
+
 def test_a_folder_that_is_not_a_model_is_refused_naming_it(tmp_path):
     folder = tmp_path / "not-a-model"
     folder.mkdir()
