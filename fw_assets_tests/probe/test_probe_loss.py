@@ -105,6 +105,19 @@ def test_a_probe_name_that_is_not_a_plain_folder_name_is_refused(sample_source, 
     assert not (output / "probe").exists()
 
 
+def test_a_probe_name_too_long_for_a_file_name_is_refused_before_anything_is_written(sample_source, tokenized_sample, tmp_path):
+    """A 230-character name is a plain name, but `probe_loss-<name>-<dump>.write.lock` is longer
+    than a file name may be: the name is refused by its length, naming the limit."""
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    name = "m" * 230
+    (tmp_path / "model").mkdir()
+    result = run_probe(sample_source, output, ProbeResource(name=name, model_dir=str(tmp_path / "model")), raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"Probe name {name!r} is not allowed" in message and "at most 100 characters" in message, message
+    assert not (output / "probe").exists()
+
+
 @pytest.mark.e2e
 def test_a_probe_run_killed_mid_publish_leaves_the_previous_losses_and_the_next_run_recovers(sample_source, probed):
     output, _ = probed
