@@ -29,7 +29,13 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import (
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings, split_matrix
 from fw_assets.mixtures.megatron.utils import SPLITS, normalize
 from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source, Stage
-from fw_assets.mixtures.reweighted import LossReader, SourceReweighting, reweight_sources, whole_file_documents
+from fw_assets.mixtures.reweighted import (
+    HeldOutDropped,
+    LossReader,
+    SourceReweighting,
+    reweight_sources,
+    whole_file_documents,
+)
 from fw_assets.mixtures.views import DocumentPools, ViewSelection
 
 
@@ -183,6 +189,8 @@ def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage:
             repetitions = weighting.repetitions(file)
             try:
                 documents, train = whole_file_documents(file.documents, repetitions, splits)
+            except HeldOutDropped as error:
+                raise _drop_refused(recipe, file, error) from error
             except ValueError as error:
                 raise RecipeError(recipe.path, "megatron.split", f"{file.path}: {error}") from error
             lengths = IndexedDatasetReader(Path(file.path)).sequence_lengths
@@ -194,6 +202,14 @@ def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage:
             selections.append(ViewSelection(stage.name, file, view, documents, train, 0, train > len(listed),
                                             len(listed), int(lengths[listed].sum(dtype=np.int64)), 0))
     return selections
+
+
+def _drop_refused(recipe: Recipe, file: TokenFile, error: HeldOutDropped) -> RecipeError:
+    """The drop, not the split, is what emptied a held-out split of a reweighted file's view."""
+    share = next(s.reweight.drop_top_share for s in recipe.sources if s.name == file.source)
+    return RecipeError(recipe.path, f"sources.{file.source}.reweight.drop_top_share", (
+        f"{file.path}: the drop of the top {share:.0%} by loss {error}: lower drop_top_share, or hold "
+        "more documents out (megatron.split)"))
 
 
 class SizeLimits:
@@ -255,6 +271,8 @@ def _stage_views(recipe: Recipe, output_root: Path, data_root: Path, pools: Docu
         view = TokenFile(file.source, file.bucket, file.dump, str(path), str(prefix), 0, 0)
         try:
             selections.append(pools.select(stage.name, file, view, phase.min_doc_tokens, samples, phase.seq_length))
+        except HeldOutDropped as error:
+            raise _drop_refused(recipe, file, error) from error
         except ValueError as error:
             key = f"phases[{recipe.phases.index(phase)}].min_doc_tokens" if phase.min_doc_tokens else "megatron.split"
             raise RecipeError(recipe.path, key, str(error)) from error

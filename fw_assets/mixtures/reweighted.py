@@ -24,6 +24,7 @@ from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
 from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, reweight
 
@@ -32,6 +33,10 @@ from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, reweight
 LossReader = Callable[[str, str], pa.Table]
 
 # TokenFile and ViewSelection are fw_assets.mixtures.plan's and views' (plan imports this module).
+
+
+class HeldOutDropped(ValueError):
+    """The drop of the highest losses left a held-out split of a view without a document."""
 
 
 @dataclass(frozen=True)
@@ -104,14 +109,14 @@ def whole_file_documents(documents: int, repetitions: np.ndarray,
     train = np.repeat(own[0], repetitions[own[0]])
     count = _count_with_train(len(train), splits[0][1])
     parts = [train]
-    for bounds, plain in zip(splits[1:], own[1:]):
+    for split, bounds, plain in zip(SPLITS[1:], splits[1:], own[1:]):
         if bounds is None:
             continue
         kept = plain[repetitions[plain] > 0]
         begin, end = split_documents(bounds, count)
         if end > begin and not len(kept):
-            raise ValueError(f"the file has no held-out document left for a split of its view "
-                             f"({len(plain)} held out, all dropped as highest-loss)")
+            raise HeldOutDropped(f"left no held-out document for the {split} split of its view "
+                                 f"({len(plain)} held out, all among the dropped)")
         parts.append(kept[np.arange(end - begin) % max(len(kept), 1)])
     return np.concatenate(parts), len(train)
 
