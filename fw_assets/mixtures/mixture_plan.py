@@ -53,7 +53,7 @@ from fw_assets.mixtures.report import (
     source_table,
     stage_table,
 )
-from fw_assets.mixtures.reweighted import highest_losses, text_starts
+from fw_assets.mixtures.reweighted import highest_losses, text_starts, tie_warning
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, tokenized_generations
 from fw_assets.mixtures.views import view_lengths, write_views
 from fw_assets.resources import FineWebStorage
@@ -115,6 +115,9 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
                 *reweight_outcomes(plan),
             ], kind="Recipe")
             _log_warnings(context, report)
+            for weighting in plan.reweighted:
+                if warning := tie_warning(weighting):
+                    context.log.warning(f"Recipe {name}: source {weighting.source}: {warning}")
             yield from report.refuse_if_blocked()
             freshness = freshness_markdown(rows, curriculum)
             text = _report_text(plan, figures, rows, freshness, root)
@@ -218,6 +221,7 @@ def _metadata(plan: MixturePlan, figures: dict, report: str, freshness: str, roo
             f"![probe losses of source {weighting.source}](data:image/png;base64,{encoded})")
         metadata[f"repeated_documents_{weighting.source}"] = int((weighting.weighting.repetitions > 1).sum())
         metadata[f"dropped_documents_{weighting.source}"] = int(weighting.weighting.dropped.sum())
+        metadata[f"dropped_by_id_among_equal_losses_{weighting.source}"] = weighting.weighting.tied_dropped
     for stage in plan.stages:
         metadata[f"megatron_args_{stage.name}"] = dg.MetadataValue.md(megatron_args_block(stage))
         metadata[f"sources_{stage.name}"] = dg.MetadataValue.md(source_table(stage, figures[stage.name]))

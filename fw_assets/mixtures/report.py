@@ -13,7 +13,7 @@ from fw_assets.contracts.findings import CheckOutcome
 from fw_assets.lib.markdown import table
 from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
-from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses
+from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses, tie_warning
 
 
 def megatron_args_text(stage: StagePlan) -> str:
@@ -155,6 +155,7 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
                   f"Probe `{rule.probe}`, buckets {', '.join(rule.buckets)}: {len(w.ids):,} documents, typical "
                   f"(median) loss {result.typical_loss:.3f} nats/token; multiplier = loss / typical, clipped to "
                   f"[1, {rule.max_multiplier:g}]; the top {rule.drop_top_share:.1%} by loss dropped.", "",
+                  *([f"**Warning:** {warning}.", ""] if (warning := tie_warning(w)) else []),
                   f"![losses of {w.source}]({pictures[w.source]})", "",
                   table(["", "documents", "share", "tokens", "mean loss"], [
                       ("dropped (highest loss)", int(result.dropped.sum()), _share(result.dropped),

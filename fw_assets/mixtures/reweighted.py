@@ -96,6 +96,18 @@ def _reweight_source(recipe: Recipe, name: str, rule: Reweight, files: list[Toke
                              np.concatenate(lengths) if lengths else np.zeros(0, np.int32), weighting)
 
 
+def tie_warning(weighting: SourceReweighting) -> str | None:
+    """What to tell when the drop's cut fell among equal losses (None otherwise): which of those
+    documents were dropped is the order of their ids, not anything the probe said."""
+    result = weighting.weighting
+    if not result.tied_at_cut:
+        return None
+    loss = float(weighting.losses[result.by_loss[int(result.dropped.sum()) - 1]])  # the last one dropped
+    return (f"{result.tied_at_cut:,} documents share the loss {loss:.4g} at the cut of the top "
+            f"{weighting.reweight.drop_top_share:.1%}: {result.tied_dropped:,} of them were dropped by the order of "
+            f"their ids, not by their loss (the probe cannot tell them apart)")
+
+
 def whole_file_documents(documents: int, repetitions: np.ndarray,
                          splits: Sequence[tuple[float, float] | None]) -> tuple[np.ndarray, int]:
     """A reweighted file's view without fresh documents: (the documents it lists, how many are its

@@ -45,6 +45,8 @@ class Reweighting:
     dropped: np.ndarray
     typical_loss: float  # the median the multipliers are relative to
     by_loss: np.ndarray  # positions from the highest loss down, ties broken by id (sorted once)
+    tied_at_cut: int = 0  # documents sharing the loss where the drop stops (0: the cut is between two losses)
+    tied_dropped: int = 0  # of those, how many were dropped: chosen by id, not by loss
 
 
 def reweight(
@@ -77,11 +79,14 @@ def reweight(
     multipliers = np.clip(ratio, 1.0, max_multiplier)
     by_loss = np.lexsort((np.asarray(ids, dtype=object).astype(str), -losses))
     dropped = np.zeros(len(losses), bool)
-    dropped[by_loss[: int(np.floor(drop_top_share * len(losses)))]] = True  # the top share S
+    cut = int(np.floor(drop_top_share * len(losses)))
+    dropped[by_loss[:cut]] = True  # the top share S
+    tied = losses == losses[by_loss[cut - 1]] if 0 < cut < len(losses) and losses[by_loss[cut - 1]] == losses[by_loss[cut]] else None
     whole = np.floor(multipliers)
     repetitions = (whole + (_uniforms(ids, seed) < multipliers - whole)).astype(np.int64)
     repetitions[dropped] = 0
-    return Reweighting(multipliers, repetitions, dropped, typical, by_loss)
+    ties = (int(tied.sum()), int((tied & dropped).sum())) if tied is not None else (0, 0)
+    return Reweighting(multipliers, repetitions, dropped, typical, by_loss, *ties)
 
 
 def _uniforms(ids: Sequence[str], seed: int) -> np.ndarray:

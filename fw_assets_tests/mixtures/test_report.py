@@ -1,10 +1,18 @@
-"""report.py: the shares picture of a curriculum."""
+"""report.py: the shares picture of a curriculum; the reweighting section's warnings."""
+
+import copy
 
 import numpy as np
+import pyarrow as pa
+import yaml
 
-from fw_assets.paths import shares_picture_path
-from fw_assets.mixtures.report import plot_shares
-from fw_assets_tests.support.curriculum import plan
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.mixtures.contract import source_stages
+from fw_assets.mixtures.plan import plan_mixture
+from fw_assets.mixtures.recipe import load_recipe
+from fw_assets.paths import shares_picture_path, token_prefix
+from fw_assets.mixtures.report import plot_shares, reweighting_markdown
+from fw_assets_tests.support.curriculum import CURRICULUM, DUMPS, plan
 
 
 def test_picture(tmp_path, plenty):
@@ -15,3 +23,20 @@ def test_picture(tmp_path, plenty):
 
     pixels = image.imread(png)
     assert pixels.shape[1] == 900 and len(np.unique(pixels.reshape(-1, pixels.shape[-1]), axis=0)) > 5
+
+
+def test_the_reweighting_section_warns_of_equal_losses_at_the_cut(tmp_path, plenty):
+    """Every document of `top` has the same loss: the 5 % dropped are the lowest ids, which the
+    report says rather than leaving it to be found."""
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["sources"]["top"]["reweight"] = {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.05}
+    (tmp_path / "curriculum.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+
+    def equal(probe: str, dump: str) -> pa.Table:
+        ids = read_document_index(token_prefix(plenty, "synthetic", "4.0", dump))["id"].combine_chunks()
+        return pa.table({"id": ids, "loss": np.full(len(ids), 4.5)})
+
+    mixture = plan_mixture(load_recipe(tmp_path / "curriculum.yaml"), plenty, DUMPS, equal)
+    text = reweighting_markdown(mixture, source_stages(mixture), {}, {"top": "losses-top.png"})
+    assert "**Warning:** 3,000 documents share the loss 4.5 at the cut of the top 5.0%: 150 of them were " \
+           "dropped by the order of their ids, not by their loss" in text
