@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
+import pyarrow.parquet as pq
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.tokenizing.contract import TOKENIZED_CHECKS
@@ -82,7 +84,7 @@ def tokenized(
     started = time.monotonic()
     root, log = storage.output_root, context.log.info
     with (
-        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump)),
+        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump, token_dtype)),
         staged_publication(root, publication_name("tokenized", name, dump), dump, log) as staging,
         checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
         checked_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
@@ -139,19 +141,38 @@ def tokenized(
     )
 
 
-# Tokens take about the bytes of the text they encode (4-byte ids, ~4 characters a token), about
-# 3.5x its zstd parquet; the scratch of the two buckets in flight (largest first) adds at most the
-# largest bucket's tokens to them.
-SPACE_PER_BUCKETED_BYTE = 5
+# A token of cl100k and its kin stands for about 4 bytes of English text (other scripts: fewer, so
+# more tokens); the scratch of the two buckets in flight (largest first) adds at most the largest
+# bucket's tokens; a document's row in `.docs.parquet` and its `.idx` entries take about 64 bytes.
+TEXT_BYTES_PER_TOKEN = 4
+BYTES_PER_DOCUMENT = 64
 
 
-def _space_needed(root: Path, dump: str) -> SpaceNeed:
+def _space_needed(root: Path, dump: str, token_dtype) -> SpaceNeed:
+    """Estimated from the dump's text (its bucketed files' uncompressed `text` column, read from
+    their footers), not from its parquet bytes: text that compresses well takes little parquet
+    and as many tokens."""
     record = generation_record_path(root, publication_name("bucketed", dump))
-    parquet = sum(json.loads(record.read_text())["files"].values()) if record.is_file() else 0
+    buckets = recorded_bucket_files(root, json.loads(record.read_text())) if record.is_file() else {}
+    text = [sum(_text_bytes(path) for path in paths) for _, paths in buckets.values()]
+    documents = sum(rows for rows, _ in buckets.values())
+    per_text_byte = np.dtype(token_dtype).itemsize / TEXT_BYTES_PER_TOKEN
     return SpaceNeed(
-        parquet * SPACE_PER_BUCKETED_BYTE,
-        f"about {SPACE_PER_BUCKETED_BYTE}x the dump's bucketed parquet: token files and scratch",
+        int((sum(text) + max(text, default=0)) * per_text_byte) + BYTES_PER_DOCUMENT * documents,
+        f"the dump's text as {np.dtype(token_dtype).name} tokens at about {TEXT_BYTES_PER_TOKEN} bytes of text a "
+        "token, plus the largest bucket's while it is written; text of other scripts makes more tokens",
     )
+
+
+def _text_bytes(path: Path) -> int:
+    """The uncompressed bytes of a bucketed file's `text` column; 0 for a file not there yet (a
+    killed publication, rolled back when the step starts reading)."""
+    try:
+        metadata = pq.read_metadata(path)
+    except FileNotFoundError:
+        return 0
+    column = metadata.schema.names.index("text")
+    return sum(metadata.row_group(g).column(column).total_uncompressed_size for g in range(metadata.num_row_groups))
 
 
 def _bucket_inputs(
