@@ -23,6 +23,7 @@ import dagster as dg
 from fw_assets.formats.lineage import StaleInput
 from fw_assets.paths import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
+from fw_assets.lib.publish import PublishError
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions
 from fw_assets.resources import AnotherOutputFolder, claim_output_folder
@@ -131,15 +132,15 @@ def writing_step(
     context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed
 ) -> Iterator[None]:
     """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
-    naming the path and the space it needs, a stale input with what to run, another instance's
-    output folder naming both, not a traceback."""
+    naming the path and the space it needs, a publication that cannot rename into place with why, a
+    stale input with what to run, another instance's output folder naming both: not a traceback."""
     step = context.asset_key.to_user_string()
     try:
         partition = f"{partition_kind(context).capitalize()} {context.partition_key}"
         with refusing_stale_inputs(), explaining_disk_errors(output_root, partition, step, need):
             start_step(context, output_root)
             yield
-    except (OutputDiskError, AnotherOutputFolder) as error:
+    except (OutputDiskError, PublishError, AnotherOutputFolder) as error:
         raise dg.Failure(description=str(error)) from error
 
 

@@ -172,11 +172,31 @@ class Staging:
 
 def _publish_failure(staging: Staging, error: OSError) -> str:
     where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+    undone = "Every rename already done was undone: the previous output is published unchanged."
+    told = f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where})."
+    if error.errno != errno.EXDEV:
+        return f"{told} {undone} Fix the permissions of that folder and run it again."
+    staged_in = staging_root(staging.output_root)
+    outside = next(Path(f) for f in (error.filename, error.filename2) if f and not Path(f).is_relative_to(staged_in))
+    mount = _mount_point(outside)
+    read_only = " and read-only" if os.statvfs(mount).f_flag & os.ST_RDONLY else ""
     return (
-        f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where}). "
-        "Every rename already done was undone: the previous output is "
-        "published unchanged. Fix the permissions of that folder and run it again."
+        f"{told} {mount} is on a mount of its own{read_only} (a bind mount, or another disk): publishing "
+        f"moves files by rename, which cannot cross mounts, so every output folder must be on the same mount "
+        f"as {staged_in}{' and writable' if read_only else ''}. {undone} Mount {mount} "
+        f"{'read-write and ' if read_only else ''}not separately (or set FW_OUTPUT_DIR to a folder on one mount), "
+        "then run it again."
     )
+
+
+def _mount_point(path: Path) -> Path:
+    """The mount point `path` is on: the longest of the process's mount points holding it (a bind
+    mount of a folder of the same filesystem counts; `os.path.ismount` does not see those)."""
+    try:
+        points = [Path(line.split()[4].replace("\\040", " ")) for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:  # not Linux: the nearest folder on another device
+        points = [p for p in (path, *path.parents) if p.exists() and os.path.ismount(p)]
+    return max((p for p in points if path.is_relative_to(p)), key=lambda p: len(p.parts), default=Path("/"))
 
 
 def _apply(moves: list[dict]) -> None:

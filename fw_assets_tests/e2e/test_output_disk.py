@@ -5,11 +5,13 @@ import random
 import re
 import shutil
 import string
+import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.paths import publication_name, staging_root
@@ -141,3 +143,24 @@ def test_a_full_disk_while_tokenizing_compressible_text_needs_more_than_is_free(
         message = failure(result, "tokenized")
         need, free = figures(message)
         assert need > free, message
+
+
+@pytest.mark.e2e
+def test_a_read_only_bind_mount_inside_the_output_is_named_as_such(sample_source, published_dump):
+    """`en/` bind-mounted read-only onto itself: a rename from the staging folder into it crosses
+    mounts (EXDEV) before the kernel looks at permissions. The message names the mount, not the
+    permissions, and nothing changes."""
+    folder = published_dump / "en"
+    before = published_tree(published_dump)
+    mount("--bind", str(folder), str(folder))
+    try:
+        mount("-o", "remount,bind,ro", str(folder))
+        result = materialize_dump(sample_source, published_dump, DUMP, assets=[bucketed], raise_on_error=False)
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+    message = str(result.get_step_failure_events()[0].event_specific_data.error)
+    for expected in (f"Dump {DUMP}: could not publish bucketed", "is on a mount of its own", "read-only",
+                     f"same mount as {published_dump / '.staging'}", "previous output is published unchanged"):
+        assert expected in message, message
+    assert "Fix the permissions" not in message
+    assert published_tree(published_dump) == before
