@@ -7,11 +7,12 @@ import pyarrow as pa
 import yaml
 
 from fw_assets.formats.doc_index import read_document_index
-from fw_assets.mixtures.contract import source_stages
+from fw_assets.mixtures.contract import member_figures, source_stages
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
+from fw_assets.mixtures.views import view_lengths
 from fw_assets.paths import shares_picture_path, token_prefix
-from fw_assets.mixtures.report import plot_shares, reweighting_markdown
+from fw_assets.mixtures.report import freshness_markdown, plot_shares, prefix_table, reweighting_markdown, source_table
 from fw_assets_tests.support.curriculum import CURRICULUM, DUMPS, plan
 
 
@@ -40,3 +41,28 @@ def test_the_reweighting_section_warns_of_equal_losses_at_the_cut(tmp_path, plen
     text = reweighting_markdown(mixture, source_stages(mixture), {}, {"top": "losses-top.png"})
     assert "**Warning:** 3,000 documents share the loss 4.5 at the cut of the top 5.0%: 150 of them were " \
            "dropped by the order of their ids, not by their loss" in text
+
+
+def test_each_tokens_figure_is_named_for_what_it_counts(tmp_path, plenty):
+    """A reweighted source has two different token counts per stage: its train split as the blend
+    reads it (repetitions counted) and the distinct tokens it may read (each document once). Each
+    table names its own; neither says just "tokens available"."""
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["sources"]["top"]["reweight"] = {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.05}
+    (tmp_path / "curriculum.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    mixture = plan_mixture(load_recipe(tmp_path / "curriculum.yaml"), plenty, DUMPS, spread_losses(plenty))
+    rows = source_stages(mixture)
+    stage = mixture.stages[0]
+    figures = member_figures(stage, view_lengths(mixture))
+    per_source, over_training = source_table(stage, figures), freshness_markdown(rows, [])
+    assert "train-split tokens (repeats counted)" in per_source
+    assert "distinct tokens it may read" in over_training
+    for text in (per_source, over_training, prefix_table(figures)):
+        assert "tokens available" not in text
+
+
+def spread_losses(root):
+    def read(probe: str, dump: str) -> pa.Table:
+        ids = read_document_index(token_prefix(root, "synthetic", "4.0", dump))["id"].combine_chunks()
+        return pa.table({"id": ids, "loss": np.random.default_rng(1).lognormal(np.log(5.0), 0.3, len(ids))})
+    return read
