@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.signature_files import rows_with_ids
-from fw_assets.lib.markdown import table
+from fw_assets.lib.markdown import literal, table
 from fw_assets.lib.sql import load_sql
 
 POINTED_IDS = pa.schema([("id", pa.string()), ("dump", pa.string())])
@@ -208,7 +208,5 @@ def _code(value: str) -> str:
 
 
 def _quote(text: str | None) -> str:
-    """A text start for a markdown cell: one line, no table pipes."""
-    if text is None:
-        return "(text not published)"
-    return " ".join(text.split()).replace("|", "\\|")
+    """A text start for a markdown cell, shown as written."""
+    return "(text not published)" if text is None else literal(text)

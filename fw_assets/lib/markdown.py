@@ -1,6 +1,17 @@
-"""Small markdown tables for Dagster metadata."""
+"""Small markdown tables for Dagster metadata, and text shown in them as written."""
 
+import re
 from collections.abc import Sequence
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark; these are the ones that
+# start emphasis, strikethrough, code, links, HTML, entities, headings, lists or table cells.
+_MARKUP = re.compile(r"([\\`*_{}\[\]<>()#+\-!|~&])")
+
+
+def literal(text: str) -> str:
+    """`text` on one line (whitespace runs as one space), each markup character escaped: a table
+    cell that shows it as written, whatever `~`, `*`, `_`, `|` or `<` it holds."""
+    return _MARKUP.sub(r"\\\1", " ".join(text.split()))
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.contracts.findings import CheckOutcome
-from fw_assets.lib.markdown import table
+from fw_assets.lib.markdown import literal, table
 from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
 from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses, tie_warning
@@ -205,7 +205,7 @@ def _multiplier_table(multipliers: np.ndarray, repetitions: np.ndarray) -> str:
 
 
 def _cell(text: str | None) -> str:
-    return "(text not published)" if text is None else " ".join(text.split()).replace("|", "\\|")
+    return "(text not published)" if text is None else literal(text)
 
 
 def plot_losses(weighting: SourceReweighting, path: Path) -> Path:

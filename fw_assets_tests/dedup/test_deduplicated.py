@@ -21,6 +21,7 @@ from fw_assets.dedup.__main__ import main as dedup_command
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
+from fw_assets.lib.markdown import literal
 from fw_assets.definitions import defs
 from fw_assets.paths import (
     dedup_path,
@@ -69,7 +70,7 @@ def text_starts(source: Path, ids: set[str]) -> dict[str, str]:
     files = [p for d in (EARLY, LATE) for p in sorted(source_dump_dir(source, d).glob("*.parquet"))]
     rows = pq.read_table(files, columns=["id", "text"]).to_pylist()
     return {
-        r["id"]: " ".join(r["text"][:80].split()).replace("|", "\\|") for r in rows if r["id"] in ids
+        r["id"]: literal(r["text"][:80]) for r in rows if r["id"] in ids
     }
 
 

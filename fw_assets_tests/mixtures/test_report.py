@@ -1,15 +1,19 @@
 """report.py: the shares picture of a curriculum; the reweighting section's warnings."""
 
 import copy
+import re
+from html import unescape
 
 import numpy as np
 import pyarrow as pa
 import yaml
+from markdown_it import MarkdownIt
 
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.contract import member_figures, source_stages
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
+from fw_assets.mixtures.reweighted import highest_losses
 from fw_assets.mixtures.views import view_lengths
 from fw_assets.paths import shares_picture_path, token_prefix
 from fw_assets.mixtures.report import freshness_markdown, plot_shares, prefix_table, reweighting_markdown, source_table
@@ -66,3 +70,21 @@ def spread_losses(root):
         ids = read_document_index(token_prefix(root, "synthetic", "4.0", dump))["id"].combine_chunks()
         return pa.table({"id": ids, "loss": np.random.default_rng(1).lognormal(np.log(5.0), 0.3, len(ids))})
     return read
+
+
+TRICKY = "Cells ~divide~ and *grow*; see __init__ or [a link](x) <b>bold</b> | 2 * 3 _ok_ `code` &amp; # not a heading"
+
+
+def test_the_highest_loss_texts_show_as_written_whatever_markdown_they_hold(tmp_path, plenty):
+    """The UI renders report.md as Markdown: a `~`, `*` or `_` in a text must not strike through or
+    italicize the rest of it. Rendered as the UI does (tables, strikethrough), each cell reads as written."""
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["sources"]["top"]["reweight"] = {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.05}
+    (tmp_path / "curriculum.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    mixture = plan_mixture(load_recipe(tmp_path / "curriculum.yaml"), plenty, DUMPS, spread_losses(plenty))
+    (weighting,) = mixture.reweighted
+    starts = {doc_id: TRICKY for doc_id, *_ in highest_losses(weighting)}
+    text = reweighting_markdown(mixture, source_stages(mixture), starts, {"top": "losses-top.png"})
+    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text)
+    cells = [unescape(c) for c in re.findall(r"<td>(.*?)</td>", html)]
+    assert cells.count(TRICKY) == 10, [c for c in cells if "Cells" in c][:1]
