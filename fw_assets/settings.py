@@ -33,6 +33,15 @@ def output_dir() -> Path:
     return Path(os.environ.get(OUTPUT_DIR_ENV, DEFAULT_OUTPUT_DIR))
 
 
+def described_output_dir(root: Path) -> str:
+    """`root` as a message names it: absolute, and when it is FW_OUTPUT_DIR's default because the
+    variable is unset, saying so (the default is relative to the folder the command runs in)."""
+    where = str(root.resolve())
+    if OUTPUT_DIR_ENV not in os.environ and root == Path(DEFAULT_OUTPUT_DIR):
+        where += f" ({OUTPUT_DIR_ENV} is not set: its default, {DEFAULT_OUTPUT_DIR} in the current folder)"
+    return where
+
+
 def mixtures_dir() -> Path | None:
     """A folder of mixture recipes (`*.yaml`) besides the shipped ones; None when unset."""
     return _optional_path(MIXTURES_DIR_ENV)

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     decisions = published_decisions(args.output)
     if not decisions:
-        print(f"No decision files under {args.output}/dedup/: materialize deduplicated first.")
+        print(f"No decision files under {settings.described_output_dir(args.output)}: materialize deduplicated first.")
         return 2
     unknown = 0
     with duckdb.connect(":memory:") as con:

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     root = settings.output_dir()
     with _stale_refused(parser), checked_generation(root, publication_name("megatron_indexes", args.recipe), args.recipe) as record:
         if record is None:
-            parser.exit(2, f"recipe {args.recipe}: no indexes under {root}; materialize them with "
+            parser.exit(2, f"recipe {args.recipe}: no indexes under {settings.described_output_dir(root)}; materialize them with "
                            f"`dagster asset materialize -m fw_assets.definitions --select 'mixture_plan*' "
                            f"--partition {args.recipe}`\n")
         plan = read_plan(root, args.recipe)
