@@ -42,26 +42,26 @@ def publication_stage(name: str) -> str:
     return name.split("-", 1)[0]
 
 
-def refresh_command(name: str, partition: str) -> str:
+def _refresh_command(name: str, partition: str) -> str:
     """The command that publishes `name` (of `partition`) again from what is published now."""
     select = REFRESHED_BY[publication_stage(name)]
     return f"dagster asset materialize -m fw_assets.definitions --select {select} --partition {partition}"
 
 
-def partition_label(name: str, partition: str) -> str:
+def _partition_label(name: str, partition: str) -> str:
     """`Dump CC-MAIN-2013-20` or `Recipe demo`, as messages name a partition."""
     return f"{'Recipe' if publication_stage(name) in PER_RECIPE else 'Dump'} {partition}"
 
 
-def stale_message(record: dict, changed: list[ChangedInput]) -> str:
+def _stale_message(record: dict, changed: list[ChangedInput]) -> str:
     """Why `record`'s output is stale (its first inputs replaced, both generations named) and how
     to make it again."""
     name, partition = record["name"], record["dump"]
     reasons = "; ".join(_describe(c) for c in changed[:SHOWN])
     more = f"; and {len(changed) - SHOWN} more inputs" if len(changed) > SHOWN else ""
     return (
-        f"{partition_label(name, partition)}: {name} (generation {record['generation']}) is stale: {reasons}{more}. "
-        f"Make it again from what is published now: `{refresh_command(name, partition)}`."
+        f"{_partition_label(name, partition)}: {name} (generation {record['generation']}) is stale: {reasons}{more}. "
+        f"Make it again from what is published now: `{_refresh_command(name, partition)}`."
     )
 
 
@@ -77,7 +77,7 @@ def refuse_stale_inputs(output_root: Path, record: dict) -> None:
     """Raise StaleInput if an input of `record` has been replaced since its output was made."""
     changed = changed_inputs(output_root, record)
     if changed:
-        raise StaleInput(stale_message(record, changed))
+        raise StaleInput(_stale_message(record, changed))
 
 
 @contextmanager

@@ -4,8 +4,9 @@ import re
 from collections.abc import Sequence
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark; these are the ones that
-# start emphasis, strikethrough, code, links, HTML, entities, headings, lists or table cells.
-_MARKUP = re.compile(r"([\\`*_{}\[\]<>()#+\-!|~&])")
+# mean something inside a table cell: emphasis, strikethrough, code, links and images, HTML,
+# entities and the cell's end (block markers such as `#` or `-` do not apply there).
+_MARKUP = re.compile(r"([\\`*_\[\]<>|~&])")
 
 
 def literal(text: str) -> str:

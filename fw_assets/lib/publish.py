@@ -295,10 +295,9 @@ def published_generation(
 
 
 def _read_record(output_root: Path, name: str) -> dict | None:
-    path = generation_record_path(output_root, name)
-    if not path.is_file():
+    record = recorded_generation(output_root, name)
+    if record is None:
         return None
-    record = json.loads(path.read_text())
     changed = []
     for relative, size in record["files"].items():
         published = output_root / relative

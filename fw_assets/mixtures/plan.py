@@ -225,12 +225,12 @@ class SizeLimits:
         """The views of reweighted sources, before any is listed: each lists a document its
         repetitions times (memory: its positions and lengths, ~16 bytes an entry, for every stage;
         disk: ~48 bytes an entry of a whole-file view, written for every stage)."""
-        stages = len(self.recipe.stages())
+        stages, memory = len(self.recipe.stages()), 0
         for weighting in reweighted:
             listed = int(weighting.weighting.repetitions.sum(dtype=np.int64)) * stages
-            views = 0 if self.recipe.fresh_documents else 48 * listed  # fresh views: counted by `check`
-            self.disk += views
-            for what, needed, limit, env in (("memory", 16 * listed, self.memory_gib, settings.MAX_MEMORY_ENV),
+            memory += 16 * listed
+            self.disk += 0 if self.recipe.fresh_documents else 48 * listed  # fresh views: counted by `check`
+            for what, needed, limit, env in (("memory", memory, self.memory_gib, settings.MAX_MEMORY_ENV),
                                              ("disk", self.disk, self.disk_gib, settings.MAX_DISK_ENV)):
                 if needed > limit * 2**30:
                     raise RecipeError(self.recipe.path, f"sources.{weighting.source}.reweight", (
