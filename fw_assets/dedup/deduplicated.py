@@ -44,7 +44,7 @@ from fw_assets.paths import (
 )
 from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.markdown import table
-from fw_assets.formats.lineage import checked_generation
+from fw_assets.formats.lineage import checked_generation, content_generation
 from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
@@ -148,8 +148,9 @@ def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInput
     (no publication can replace them meanwhile). An earlier dump never signed (not downloaded) has
     no record and does not block; the dump's own minhash and bucketed must be there."""
     with ExitStack() as held:
-        records = {
-            d: held.enter_context(checked_generation(root, publication_name("minhash", d), d, log))
+        records = {  # another dump's band keys count by content: its chain may be making them again
+            d: held.enter_context((checked_generation if d == dump else content_generation)(
+                root, publication_name("minhash", d), d, log))
             for d in read_by_decisions(dump, MINHASH_POLICY.scope == Scope.ACROSS_DUMPS)
         }
         bucketed = held.enter_context(checked_generation(root, publication_name("bucketed", dump), dump, log))

@@ -6,7 +6,9 @@ tokenizer, a probe). An output whose inputs have been replaced since is stale: w
 longer describes what is published beside it (losses of other token files, decisions over other
 band keys, a plan over other documents). `checked_generation` is how every asset, the sensors and
 the `explain` commands read an upstream output: it refuses a stale one, naming both generations and
-the command that makes it again.
+the command that makes it again. An output read for its content alone (another dump's band keys,
+compared by content version) is read with `content_generation`: whether it is still current is its
+own chain's to settle, and a reader that recorded its content sees any change of it.
 """
 
 from collections.abc import Iterator
@@ -87,4 +89,13 @@ def checked_generation(output_root: Path, name: str, partition: str, log: Log | 
     with published_generation(output_root, name, partition, log) as record:
         if record is not None:
             refuse_stale_inputs(output_root, record)
+        yield record
+
+
+@contextmanager
+def content_generation(output_root: Path, name: str, partition: str, log: Log | None = None) -> Iterator[dict | None]:
+    """The generation record of an output read for its content version (None if never published),
+    held still while the body reads, not refused when its own inputs changed since: its chain is
+    making it again (a dump's chain beside the reader's), and the reader records its content."""
+    with published_generation(output_root, name, partition, log) as record:
         yield record

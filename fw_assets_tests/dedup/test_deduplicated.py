@@ -17,11 +17,13 @@ import pytest
 
 from fw_assets.automation import stale_dedup as stale_dedup_module
 from fw_assets.automation.stale_dedup import stale_dedup
+from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.__main__ import main as dedup_command
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
 from fw_assets.lib.markdown import literal
+from fw_assets.lib.publish import changed_inputs
 from fw_assets.definitions import defs
 from fw_assets.paths import (
     dedup_path,
@@ -223,6 +225,19 @@ def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(sour
                      f"Materialize minhash of {EARLY} again"):
         assert expected in message, message
     assert dedup_path(output, LATE).read_bytes() == before
+
+
+def test_a_later_dump_is_decided_while_an_earlier_dumps_chain_is_half_way(source, in_order, tmp_path):
+    """EARLY's chain runs again beside LATE's: its bucketed is published anew, its minhash not yet.
+    LATE's decisions read EARLY's band keys by their content, which is what they record: they are
+    made, and stay current once EARLY is signed again to the same content."""
+    output = tmp_path / "half-way"
+    shutil.copytree(in_order[0], output)
+    materialize_dump(source, output, EARLY, assets=[bucketed])
+    assert materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False).success
+    materialize_dump(source, output, EARLY, assets=[minhash])
+    record = json.loads(generation_record_path(output, publication_name("dedup", LATE)).read_text())
+    assert changed_inputs(output, record) == []
 
 
 def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_it_is_re_signed(
