@@ -16,6 +16,7 @@ from fw_assets.dedup.band_key_lineage import published
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.definitions import defs
+from fw_assets.jobs import probe_losses_job
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.runs import materialize_dump, resources, unfinished_run
@@ -104,6 +105,14 @@ def test_a_dump_whose_own_run_is_queued_or_in_progress_is_not_requested(instance
         materialize_dump(source, tmp_path, dump, instance=instance)
     unfinished_run(instance, SECOND, status)
     assert set(tick(instance, source, tmp_path)) == {THIRD}
+
+
+def test_a_run_scoring_a_dumps_probe_losses_does_not_hold_its_re_decision_back(instance, source, tmp_path):
+    """A `probe_losses` run of a dump decides nothing: its stale decisions are requested beside it."""
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    unfinished_run(instance, SECOND, dg.DagsterRunStatus.STARTED, job=probe_losses_job.name)
+    assert set(tick(instance, source, tmp_path)) == {SECOND, THIRD}
 
 
 def test_a_minhash_published_without_its_observation_gets_it_and_the_later_dumps_re_decided(

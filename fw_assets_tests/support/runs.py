@@ -55,17 +55,17 @@ def read_source(source_root: Path, dump: str) -> pa.Table:
     return pa.concat_tables(pq.read_table(f) for f in files)
 
 
-def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus) -> str:
-    """A run of the dump's chain as the daemon queues it (from the code location) or the CLI
-    starts it; returns its id."""
+def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus, job: str = dump_chain_job.name) -> str:
+    """A run of the dump's chain (or of another job) as the daemon queues it (from the code
+    location) or the CLI starts it; returns its id."""
     origin = RemoteJobOrigin(
         RemoteRepositoryOrigin(
             InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="fw_assets.definitions")),
             "__repository__",
         ),
-        dump_chain_job.name,
+        job,
     )
-    run = dg.DagsterRun(job_name=dump_chain_job.name, run_id=str(uuid.uuid4()), status=status,
+    run = dg.DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=status,
                         tags={PARTITION_TAG: dump}, remote_job_origin=origin)
     instance.add_run(run)
     return run.run_id
