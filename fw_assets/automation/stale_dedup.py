@@ -13,7 +13,8 @@ decision records the content version of every earlier dump it was decided agains
    stale; the sensor computes it from the recorded versions, so also from the 101st dump on, where
    Dagster 1.13 stops computing staleness.
 2. Never beside a dump's own run: a dump with a queued or in-progress run that decides it (UI,
-   CLI, sensor) is not requested; that run reads the current versions.
+   CLI, sensor, on any host), or a failed one about to be retried, is not requested; that run reads
+   the current versions.
 3. Once per state: the run key holds the versions the run will decide against.
 
 A dump whose latest decisions failed (an earlier dump's file was damaged, say) is requested again
