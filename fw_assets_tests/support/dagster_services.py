@@ -423,7 +423,7 @@ def assert_check_results_belong_to_their_dumps(services: DagsterServices, dumps:
     for check in chain_checks():
         name = check.to_user_string()
         for dump in dumps:
-            problems += _attribution_problems(services, check, dump)
+            problems += attribution_problems(services, check, dump)
         for execution in services.check_executions(check, None, limit=100):
             if execution["status"] != "SUCCEEDED":
                 problems.append(f"{name}: execution in run {execution['runId']} (partition "
@@ -431,7 +431,9 @@ def assert_check_results_belong_to_their_dumps(services: DagsterServices, dumps:
     assert not problems, f"{len(problems)} check results not attributed to their dump:\n" + "\n".join(problems)
 
 
-def _attribution_problems(services: DagsterServices, check: dg.AssetCheckKey, dump: str) -> list[str]:
+def attribution_problems(services: DagsterServices, check: dg.AssetCheckKey, dump: str) -> list[str]:
+    """What is wrong with the latest execution of `check` on `dump`: not of that dump, not passed, or
+    not evaluating the dump's latest materialization."""
     where = f"{check.to_user_string()} [{dump}]"
     latest = services.check_executions(check, dump, limit=1)
     if not latest:

@@ -17,6 +17,17 @@ def published_tree(output_root: Path) -> dict[str, str]:
     }
 
 
+def published_data(output_root: Path) -> dict[str, str]:
+    """`published_tree` comparable between two runs of the same dumps: a generation record counts by
+    the files it lists and their sizes, not by its ids and times (which name this publication and
+    the ones it read)."""
+    tree = published_tree(output_root)
+    for record in sorted(generation_record_path(output_root, "any").parent.glob("*.json")):
+        files = json.dumps(json.loads(record.read_text())["files"], sort_keys=True)
+        tree[str(record.relative_to(output_root))] = hashlib.sha256(files.encode()).hexdigest()
+    return tree
+
+
 def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
     """After a test edits a published file: make the generation record agree with its new size,
     as damage that no size check sees would."""
