@@ -12,10 +12,10 @@
 #
 # Honours FW_SOURCE_DIR and FW_OUTPUT_DIR (fw_assets' defaults when unset) and DAGSTER_HOME (default
 # ./.dagster-celery), where the instance's dagster.yaml is written from deploy/celery/dagster.yaml
-# and local/ keeps the pids, logs, ports and both databases (kept by `down`, reused by `up`).
+# and local/ keeps the pids, logs, ports, folders and both databases (kept by `down`, reused by `up`).
 # FW_WORKER_CORES: cores per worker (default: this machine's cores shared out, one set per worker).
 # Needs Debian's redis-server and postgresql, and fw_assets installed with the postgres and celery
-# extras (the repo's .venv, else the active virtualenv, else python3 on PATH).
+# extras (in the active virtualenv, else the repo's .venv, else python3's on the PATH).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,18 +36,11 @@ die() { echo "local.sh: $*" >&2; exit 1; }
 
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# The ports, password and folders of this deployment: chosen at the first `up`, the same ever after.
+# The ports and password of this deployment: chosen at the first `up`, the same ever after.
 write_env_once() {
     [ -f "$STATE/env" ] && return
-    local source output
-    source=$(FW_SOURCE_DIR=${FW_SOURCE_DIR:-} "$PYTHON" -c 'from fw_assets import settings; print(settings.source_dir().resolve())')
-    output=$(FW_OUTPUT_DIR=${FW_OUTPUT_DIR:-} "$PYTHON" -c 'from fw_assets import settings; print(settings.output_dir().resolve())')
-    [ -n "${FW_SOURCE_DIR:-}" ] && source=$(realpath -m "$FW_SOURCE_DIR")
-    [ -n "${FW_OUTPUT_DIR:-}" ] && output=$(realpath -m "$FW_OUTPUT_DIR")
     cat > "$STATE/env" <<EOF
 DAGSTER_HOME=$DAGSTER_HOME
-FW_SOURCE_DIR=$source
-FW_OUTPUT_DIR=$output
 FW_REDIS_URL=redis://127.0.0.1:$(free_port)/0
 DAGSTER_PG_HOST=127.0.0.1
 DAGSTER_PG_PORT=$(free_port)
@@ -58,7 +51,38 @@ FW_WEBSERVER_PORT=$(free_port)
 EOF
 }
 
-load_env() { set -a; . "$STATE/env"; set +a; }
+default_folder() {  # fw_assets' default of FW_SOURCE_DIR or FW_OUTPUT_DIR, as an absolute path
+    local function=source_dir
+    [ "$1" = FW_OUTPUT_DIR ] && function=output_dir
+    env -u FW_SOURCE_DIR -u FW_OUTPUT_DIR "$PYTHON" -c "from fw_assets import settings; print(settings.$function().resolve())"
+}
+
+# The folders every process reads: FW_SOURCE_DIR and FW_OUTPUT_DIR as given, else those the
+# deployment runs with, else fw_assets' defaults. Changing them needs `down` first.
+write_folders() {
+    local name folder recorded
+    for name in FW_SOURCE_DIR FW_OUTPUT_DIR; do
+        recorded=$(sed -n "s/^$name=//p" "$STATE/folders" 2>/dev/null || true)
+        folder=${!name:-}
+        if [ -n "$folder" ]; then folder=$(realpath -m "$folder")
+        elif [ -n "$recorded" ]; then folder=$recorded
+        else folder=$(default_folder "$name")
+        fi
+        if [ -n "$recorded" ] && [ "$folder" != "$recorded" ] && running; then
+            die "the running deployment reads $name=$recorded: run down first to change it"
+        fi
+        echo "$name=$folder"
+    done > "$STATE/folders.new"
+    mv "$STATE/folders.new" "$STATE/folders"
+}
+
+running() {  # a process of the deployment is running
+    local file
+    for file in "$PIDS"/*; do alive "$file" && return 0; done
+    return 1
+}
+
+load_env() { set -a; . "$STATE/env"; [ ! -f "$STATE/folders" ] || . "$STATE/folders"; set +a; }
 
 started_at() {  # the start time of process $1 (/proc/<pid>/stat field 22), empty if gone or a zombie
     local fields
@@ -185,6 +209,7 @@ webserver_answers() { curl -sf "http://127.0.0.1:$FW_WEBSERVER_PORT/server_info"
 up() {
     mkdir -p "$PIDS" "$LOGS"
     write_env_once
+    write_folders
     load_env
     mkdir -p "$FW_OUTPUT_DIR"
     write_instance_yaml
@@ -261,6 +286,7 @@ case "${1:-}" in
     up) up ;;
     down) down ;;
     status) status ;;
-    env) [ -f "$STATE/env" ] || die "nothing set up under $DAGSTER_HOME yet: run up first"; sed 's/^/export /' "$STATE/env" ;;
+    env) [ -f "$STATE/folders" ] || die "nothing set up under $DAGSTER_HOME yet: run up first"
+         cat "$STATE/env" "$STATE/folders" | sed 's/^/export /' ;;
     *) echo "usage: $0 up|status|down|env" >&2; exit 2 ;;
 esac

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             f"DAGSTER_HOME's dagster.yaml runs {type(launcher).__name__}, not fw_assets' Celery run "
             "launcher: copy deploy/celery/dagster.yaml there"
         )
-    queues = arguments.queues or ",".join(dict.fromkeys(launcher.queues.values()))
+    queues = arguments.queues or ",".join(dict.fromkeys([*launcher.queues.values(), launcher.default_queue]))
     app = launcher.celery
     create_execute_job_task(app)  # the task the launcher sends; it never resumes a run
     RunHeartbeats(instance, launcher).connect()

@@ -13,14 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.celery_local import (
+    DeployedWebserver,
+    LocalDeployment,
+    alive,
+    run_times,
+    settled,
+    started_with,
+    step_under_way,
+)
 from fw_assets_tests.support.dagster_services import attribution_problems, chain_asset_keys, chain_checks, tag, wait_for
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
-from fw_assets_tests.support.celery_local import DeployedWebserver, LocalDeployment, alive, started_with
 from fw_assets_tests.support.trees import published_data
 
 pytestmark = pytest.mark.e2e
@@ -31,10 +40,7 @@ WORKERS = ("worker-1", "worker-2")
 # DuckDB writes a bucket's rows in an order that depends on its thread count (and the minhash files
 # follow that order): one machine is compared at the cores each worker has.
 CORES_PER_WORKER = 1
-FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 SETTLE_TIMEOUT = 420  # runs, a lost host's detection and retry, and stale_dedup's re-decisions
-RUN_TIMES = """query($id: ID!) { runOrError(runId: $id) { ... on Run {
-  runId status startTime endTime parentRunId tags { key value } } } }"""
 
 
 @dataclass
@@ -59,6 +65,9 @@ def folders():
 
 @pytest.fixture(scope="module")
 def deployment(folders):
+    extra_module("dagster_celery", "celery")
+    if shutil.which("redis-server") is None or find_postgres_binaries() is None:
+        pytest.skip("needs Debian's redis-server and postgresql: apt-get install redis-server postgresql, as .ci/run does")
     local = LocalDeployment(folders["home"], folders["source"], folders["output"], len(WORKERS), CORES_PER_WORKER)
     try:
         webserver = local.up()
@@ -79,32 +88,8 @@ def one_machine(folders, deployment) -> dict[str, str]:
     return published_data(folders["one-machine"])
 
 
-def run_times(webserver: DeployedWebserver, run_id: str) -> dict:
-    return webserver.graphql(RUN_TIMES, {"id": run_id})["runOrError"]
-
-
-def step_under_way(webserver: DeployedWebserver, backfill_id: str) -> tuple[dict, str, str] | None:
-    """A started run of the backfill with a step in progress, that step and the run's host."""
-    for run in webserver.runs({"dagster/backfill": backfill_id}):
-        steps = [s["stepKey"] for s in run["stepStats"] if s["status"] == "IN_PROGRESS"]
-        if run["status"] == "STARTED" and steps and tag(run, "fw_assets/host"):
-            return run, steps[0], tag(run, "fw_assets/host")
-    return None
-
-
-def settled(webserver: DeployedWebserver) -> list[dict] | None:
-    """Every run, once none is left to finish or to retry and every dump's decisions are current
-    (after `stale_dedup` re-decided those decided before an earlier dump was signed)."""
-    runs = webserver.runs({})
-    if not runs or any(r["status"] not in FINISHED or tag(r, "dagster/will_retry") == "true"
-                       and not tag(r, "dagster/auto_retry_run_id") for r in runs):
-        return None
-    fresh = all(webserver.stale_status(deduplicated.key, dump)[0] == "FRESH" for dump in DUMPS)
-    return runs if fresh else None
-
-
 def wait_until_settled(deployment: Deployment) -> list[dict]:
-    return wait_for("every run to end and every decision to be current", lambda: settled(deployment.webserver),
+    return wait_for("every run to end and every decision to be current", lambda: settled(deployment.webserver, DUMPS),
                     SETTLE_TIMEOUT, every=3, logs=deployment.local.logs)
 
 

@@ -10,9 +10,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fw_assets_tests.support.dagster_services import REPO_ROOT, DagsterServices, descendants, wait_for
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets_tests.support.dagster_services import REPO_ROOT, DagsterServices, descendants, tag, wait_for
 
 LOCAL_SH = REPO_ROOT / "deploy" / "celery" / "local.sh"
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+RUN_TIMES = """query($id: ID!) { runOrError(runId: $id) { ... on Run {
+  runId status startTime endTime parentRunId tags { key value } } } }"""
 
 
 class DeployedWebserver(DagsterServices):
@@ -96,6 +100,31 @@ class LocalDeployment:
         listed = {process.pid for process in self.status()}
         below = set().union(*(descendants(pid) for pid in listed)) if listed else set()
         return listed | below | started_with(f"DAGSTER_HOME={self.home}")
+
+
+def run_times(webserver: DeployedWebserver, run_id: str) -> dict:
+    """The run's status, start and end (Unix seconds), the run it re-executes, and its tags."""
+    return webserver.graphql(RUN_TIMES, {"id": run_id})["runOrError"]
+
+
+def step_under_way(webserver: DeployedWebserver, backfill_id: str) -> tuple[dict, str, str] | None:
+    """A started run of the backfill with a step in progress, that step and the run's host."""
+    for run in webserver.runs({"dagster/backfill": backfill_id}):
+        steps = [s["stepKey"] for s in run["stepStats"] if s["status"] == "IN_PROGRESS"]
+        if run["status"] == "STARTED" and steps and tag(run, "fw_assets/host"):
+            return run, steps[0], tag(run, "fw_assets/host")
+    return None
+
+
+def settled(webserver: DeployedWebserver, dumps) -> list[dict] | None:
+    """Every run, once none is left to finish or to retry and the decisions of `dumps` are current
+    (after `stale_dedup` re-decided those decided before an earlier dump was signed)."""
+    runs = webserver.runs({})
+    if not runs or any(r["status"] not in FINISHED or tag(r, "dagster/will_retry") == "true"
+                       and not tag(r, "dagster/auto_retry_run_id") for r in runs):
+        return None
+    fresh = all(webserver.stale_status(deduplicated.key, dump)[0] == "FRESH" for dump in dumps)
+    return runs if fresh else None
 
 
 def alive(pid: int) -> bool:
