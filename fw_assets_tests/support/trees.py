@@ -9,12 +9,13 @@ from pathlib import Path
 from fw_assets.paths import generation_record_path
 
 def published_tree(output_root: Path) -> dict[str, str]:
-    """Every published file (not staging) under the output root, relative path -> sha256."""
-    return {
-        str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(output_root.rglob("*"))
-        if p.is_file() and ".staging" not in p.relative_to(output_root).parts
-    }
+    """Every published file (not staging) under the output root, relative path -> sha256. Staging
+    folders are not entered: a writer may delete one while this walks."""
+    files = []
+    for folder, subfolders, names in os.walk(output_root):
+        subfolders[:] = sorted(d for d in subfolders if d != ".staging")
+        files += [Path(folder, name) for name in names]
+    return {str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)}
 
 
 def published_data(output_root: Path) -> dict[str, str]:
