@@ -12,7 +12,8 @@ every reader makes (fw_assets.lib.publish.changed_inputs). Three rules:
    re-sign requests nothing. `minhash` records an observation of `band_key_index` with the same
    content version, so Dagster's UI shows the same dumps stale.
 2. Never beside a dump's own run: a dump with a queued or in-progress run that decides it (UI,
-   CLI, sensor) is not requested; that run reads the current versions.
+   CLI, sensor, on any host), or a failed one about to be retried, is not requested; that run reads
+   the current versions.
 3. Never twice for the same inputs: the run key is the dump and the versions of everything the run
    will read, so whatever the sensor believes, the daemon launches one run per dump and inputs; a
    dump whose latest attempt to decide it failed with the inputs published now is not requested.

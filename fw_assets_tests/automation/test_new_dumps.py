@@ -15,7 +15,7 @@ from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support import bad_inputs as bad
-from fw_assets_tests.support.runs import resources, unfinished_run
+from fw_assets_tests.support.runs import resources, run_waiting_for_its_retry, unfinished_run
 
 DUMP = "CC-MAIN-2013-20"
 OTHER_DUMP = "CC-MAIN-2013-48"
@@ -192,7 +192,9 @@ def test_a_dump_the_cli_processed_while_the_sensor_waited_is_not_requested_again
     assert "1 dump(s) unchanged" in after.skip_reason.skip_message
 
 
-@pytest.mark.parametrize("status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED])
+@pytest.mark.parametrize(
+    "status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+)
 def test_a_dump_whose_run_is_queued_or_in_progress_waits_for_it(instance, source, status):
     write_dump(source)
     run_id = unfinished_run(instance, DUMP, status)  # a UI backfill's, or the CLI's
@@ -201,6 +203,20 @@ def test_a_dump_whose_run_is_queued_or_in_progress_waits_for_it(instance, source
     assert f"run {run_id} of this dump is queued or in progress" in result.skip_reason.skip_message
     instance.report_run_failed(instance.get_run_by_id(run_id))
     assert requested_dumps(tick(instance, source, result.cursor)) == [DUMP]
+
+
+def test_a_dump_whose_failed_run_waits_for_its_retry_waits_for_the_retry(instance, source):
+    """A run whose host was lost is failed, then launched again by run retries: in between, the
+    dump is no more free than while its run was on the lost host."""
+    write_dump(source)
+    run_id = run_waiting_for_its_retry(instance, DUMP)
+    result = tick(instance, source)
+    assert requested_dumps(result) == []
+    assert f"run {run_id} of this dump failed and is about to be retried" in result.skip_reason.skip_message
+    retry_id = unfinished_run(instance, DUMP, dg.DagsterRunStatus.QUEUED)  # the daemon launched it
+    instance.add_run_tags(run_id, {"dagster/auto_retry_run_id": retry_id})
+    result = tick(instance, source, result.cursor)
+    assert f"run {retry_id} of this dump is queued or in progress" in result.skip_reason.skip_message
 
 
 def test_the_interval_comes_from_the_environment(monkeypatch):

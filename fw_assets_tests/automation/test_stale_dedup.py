@@ -19,7 +19,7 @@ from fw_assets.definitions import defs
 from fw_assets.jobs import probe_losses_job
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import materialize_dump, resources, unfinished_run
+from fw_assets_tests.support.runs import materialize_dump, resources, run_waiting_for_its_retry, unfinished_run
 
 FIRST, SECOND, THIRD = DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
 
@@ -113,6 +113,13 @@ def test_a_run_scoring_a_dumps_probe_losses_does_not_hold_its_re_decision_back(i
         materialize_dump(source, tmp_path, dump, instance=instance)
     unfinished_run(instance, SECOND, dg.DagsterRunStatus.STARTED, job=probe_losses_job.name)
     assert set(tick(instance, source, tmp_path)) == {SECOND, THIRD}
+
+
+def test_a_dump_whose_failed_run_waits_for_its_retry_is_not_requested(instance, source, tmp_path):
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    run_waiting_for_its_retry(instance, SECOND)
+    assert set(tick(instance, source, tmp_path)) == {THIRD}
 
 
 def test_a_minhash_published_without_its_observation_gets_it_and_the_later_dumps_re_decided(

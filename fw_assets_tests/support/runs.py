@@ -84,6 +84,15 @@ materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[{ass
 """
 
 
+def run_waiting_for_its_retry(instance: dg.DagsterInstance, dump: str) -> str:
+    """A run of the dump's chain that failed (its host was lost) and that run retries will launch
+    again, as the daemon marks it before launching the retry; returns its id."""
+    run_id = unfinished_run(instance, dump, dg.DagsterRunStatus.STARTED)
+    instance.report_run_failed(instance.get_run_by_id(run_id), message="its host was lost")
+    instance.add_run_tags(run_id, {"dagster/will_retry": "true"})
+    return run_id
+
+
 def killed_mid_publish(source: Path, output: Path, dump: str, imports: str, asset: str, resources: str = "None") -> int:
     """Run the child above (`imports`: the lines bringing `asset` and what `resources` names);
     its exit code, -9 when it was killed as planned."""
