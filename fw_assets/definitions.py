@@ -10,6 +10,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from fw_assets.automation.stale_dedup import stale_dedup
+from fw_assets.automation.stale_losses import stale_losses
 from fw_assets.automation.recipe_inputs import recipe_inputs
 from fw_assets.automation.new_dumps import new_dumps
 from fw_assets.bucketing.bucketed import bucketed
@@ -18,7 +19,7 @@ from fw_assets.bucketing.sampled import sampled
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.jobs import dump_chain_job
+from fw_assets.jobs import dump_chain_job, probe_losses_job
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
@@ -36,8 +37,8 @@ defs = dg.Definitions(
     # tokenizer's process pool): a process per step would only add a Python + Dagster start per
     # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.
     executor=dg.in_process_executor,
-    jobs=[dump_chain_job],
-    sensors=[new_dumps, stale_dedup, recipe_inputs],
+    jobs=[dump_chain_job, probe_losses_job],
+    sensors=[new_dumps, stale_dedup, stale_losses, recipe_inputs],
     resources={
         "storage": FineWebStorage.from_environment(),
         "warehouse": Warehouse(),

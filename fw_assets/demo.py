@@ -3,8 +3,10 @@
     python -m fw_assets.demo [--rows N] [--dumps DUMP ...]
 
 Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/sample/fineweb`
-(FW_OUTPUT_DIR), unless those variables are set; run history goes where the repo's dagster.yaml
-puts it (`.dagster/`). The dumps plant near-gibberish and legal-register pages in the top bucket
+(FW_OUTPUT_DIR), unless those variables are set; run history goes to a Dagster instance of the
+demo's own beside its output folder (`data/sample/fineweb.dagster/`, the repo's dagster.yaml with
+its folders there): one instance belongs to one output folder, so the history of the operating
+shell's instance (`DAGSTER_HOME`) stays that of the real outputs. The dumps plant near-gibberish and legal-register pages in the top bucket
 (PROBE_PLANT_SHARE). Each dump is one `dagster asset materialize --select
 group:fineweb_edu,probe_loss --partition <dump>` process started from the repo root (the chain,
 then the built-in probe's losses); then the shipped mixture recipes `demo` (its top source
@@ -24,6 +26,7 @@ from collections import Counter
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import yaml
 
 from fw_assets import settings
 from fw_assets.paths import (
@@ -61,16 +64,45 @@ REWEIGHTED_SOURCE = "top"  # the demo recipe's source with `reweight:`
 # 70 of each in the two dumps' ~1,100 kept top-bucket documents
 PROBE_PLANT_SHARE = 0.002
 CURRICULUM_RECIPE = "curriculum"  # fw_assets/mixtures/curriculum.yaml: three phases, six stages
+DAGSTER_HOME = "DAGSTER_HOME"
 # the settings a printed command carries, so that it reads what the demo wrote from a fresh shell
-PRINTED_SETTINGS = (settings.SOURCE_DIR_ENV, settings.OUTPUT_DIR_ENV, settings.MIXTURES_DIR_ENV)
+PRINTED_SETTINGS = (settings.SOURCE_DIR_ENV, settings.OUTPUT_DIR_ENV, settings.MIXTURES_DIR_ENV, DAGSTER_HOME)
 
 
 def demo_environment() -> dict[str, str]:
-    """The user's environment, with the sample folders as defaults."""
+    """The user's environment, with the sample folders as defaults and the demo's own instance
+    (`instance_home`) as DAGSTER_HOME, whatever it was."""
     env = dict(os.environ)
     env.setdefault(settings.SOURCE_DIR_ENV, str((REPO / SAMPLE_SOURCE).resolve()))
     env.setdefault(settings.OUTPUT_DIR_ENV, str((REPO / SAMPLE_OUTPUT).resolve()))
+    env[DAGSTER_HOME] = str(instance_home(Path(env[settings.OUTPUT_DIR_ENV])))
     return env
+
+
+def instance_home(output: Path) -> Path:
+    """The demo's Dagster instance: beside its output folder, one instance for that folder."""
+    output = output.resolve()
+    return output.parent / f"{output.name}.dagster"
+
+
+def write_instance_yaml(home: Path) -> Path:
+    """The repo's dagster.yaml in `home` (a DAGSTER_HOME), its relative `.dagster/` folders moved
+    under that home, so that whatever folder a command starts in, its history lands there."""
+
+    def anchored(node):
+        if isinstance(node, dict):
+            return {key: anchored_value(key, value) for key, value in node.items()}
+        return node
+
+    def anchored_value(key, value):
+        relative_folder = key == "base_dir" and not Path(value).is_absolute()
+        return str(home / value) if relative_folder else anchored(value)
+
+    config = yaml.safe_load((REPO / "dagster.yaml").read_text())
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "dagster.yaml"
+    path.write_text(yaml.safe_dump(anchored(config), sort_keys=False))
+    return path
 
 
 def command_line(env: dict[str, str], *args: str) -> str:
@@ -193,7 +225,9 @@ def main(argv: list[str] | None = None) -> None:
     env = demo_environment()
     source, output = Path(env[settings.SOURCE_DIR_ENV]), Path(env[settings.OUTPUT_DIR_ENV])
     ensure_sample_dumps(source, args.dumps, args.rows)
-    log_dir = REPO / ".dagster" / "demo-logs"
+    home = Path(env[DAGSTER_HOME])
+    write_instance_yaml(home)
+    log_dir = home / "demo-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     for dump in args.dumps:
         materialize("group:fineweb_edu,probe_loss", dump, env, log_dir)
@@ -209,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"probe losses:   {probe_loss_path(output, BUILTIN, '<bucket>', '<dump>')}")
     print(f"mixture:        {mixture_dir(output, DEMO_RECIPE)}/ (plan.json, report.md, cache/)")
     ui = command_line(env, "-m", "dagster", "dev", "-w", str(REPO / "workspace.yaml"))
-    print(f"run history:    open the UI with:  cd {shlex.quote(str(REPO))} && {ui}\n")
+    print(f"run history:    {home} (the demo's own instance); open the UI with:  cd {shlex.quote(str(REPO))} && {ui}\n")
     print(bucket_summary(output, args.dumps))
     drops, example = dedup_summary(output, args.dumps)
     print(f"\nnear-duplicates (tokenized holds the kept documents only):\n{drops}")

@@ -22,9 +22,24 @@ Nothing here touches the disk except `bucketed_files` and `published_decisions`,
 was published.
 """
 
+import re
 from pathlib import Path
 
 from fw_assets.sampling_policy import SamplingPolicy
+
+# A name given by a user (recipe, source, phase, tokenizer, probe) becomes folder and file names,
+# e.g. `.staging/locks/probe_loss-<name>-<dump>.write.lock`: one strict pattern, and short enough
+# that every file named after it stays under the 255 bytes a file name may hold (the longest adds
+# about 40 characters to it).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_NAME_LENGTH = 100
+NAME_RULE = (f"must match {NAME_PATTERN.pattern}, hold no '..' and be at most {MAX_NAME_LENGTH} characters "
+             "(it becomes a path; no path is built from another name)")
+
+
+def is_safe_name(name: str) -> bool:
+    """True when `name` may become a folder or file name (NAME_RULE)."""
+    return NAME_PATTERN.fullmatch(name) is not None and ".." not in name and len(name) <= MAX_NAME_LENGTH
 
 
 def source_data_dir(source_root: Path) -> Path:

@@ -15,9 +15,22 @@ from fw_assets import settings
 from fw_assets.lib.cores import usable_cores
 
 
+# The instance's key-value record of the output folder its history describes.
+OUTPUT_FOLDER_KEY = "fw_assets/output_folder"
+
+
+class AnotherOutputFolder(RuntimeError):
+    """The instance's history describes the outputs of another folder."""
+
+
 class FineWebStorage(dg.ConfigurableResource):
     """The source snapshot and the output root (defaults: `FW_SOURCE_DIR`, `FW_OUTPUT_DIR`);
-    fw_assets.paths spells every path under them."""
+    fw_assets.paths spells every path under them.
+
+    One Dagster instance belongs to one output folder: its materializations, observations and
+    sensor cursors describe that folder's outputs, and would be taken for another's. The first step
+    or sensor tick on an instance records the folder in the instance (`claim`); every later one with
+    another folder is refused, naming both."""
 
     source_dir: str = Field(description="Root of the fineweb-edu snapshot; holds data/<dump>/.")
     output_dir: str = Field(description="Root of the outputs: en/, tokenized/, selection/.")
@@ -33,6 +46,28 @@ class FineWebStorage(dg.ConfigurableResource):
     @classmethod
     def from_environment(cls) -> "FineWebStorage":
         return cls(source_dir=str(settings.source_dir()), output_dir=str(settings.output_dir()))
+
+    def claim(self, instance: dg.DagsterInstance) -> None:
+        """Record the output folder as the instance's if it has none; refuse (AnotherOutputFolder)
+        if it has another. Every step that writes and every sensor tick calls it first."""
+        claim_output_folder(instance, self.output_root)
+
+
+def claim_output_folder(instance: dg.DagsterInstance, output_root: Path) -> None:
+    """Record `output_root` as the instance's output folder if it has none; refuse another one."""
+    mine = str(output_root.resolve())
+    recorded = instance.run_storage.get_cursor_values({OUTPUT_FOLDER_KEY}).get(OUTPUT_FOLDER_KEY)
+    if recorded is None:
+        instance.run_storage.set_cursor_values({OUTPUT_FOLDER_KEY: mine})
+    elif recorded != mine:
+        home = getattr(instance, "root_directory", None) or "this instance"
+        raise AnotherOutputFolder(
+            f"The Dagster instance at {home} keeps the history of the outputs in {recorded}, but this "
+            f"run or sensor writes to {mine} ({settings.OUTPUT_DIR_ENV}). One instance belongs to one "
+            f"output folder: its materializations, observations and sensor cursors would be taken for "
+            f"those of {mine}. Use an instance of its own for {mine} (another DAGSTER_HOME), or set "
+            f"{settings.OUTPUT_DIR_ENV}={recorded}. Nothing was run."
+        )
 
 
 # Rows each thread gathers before writing its share of every PARTITION_BY folder. DuckDB's

@@ -1,29 +1,34 @@
-"""Runs that die without telling Dagster, and the machine's slots for heavy steps.
+"""Runs that die without telling Dagster, and the host's slots for heavy steps.
 
 A run killed with kill -9 (or by the OOM killer) stays STARTED in Dagster's history forever: a CLI
 run is not watched by the daemon, and Dagster 1.13's run monitoring cannot check the health of the
 default launcher's runs either. Such runs used to keep their pool slot claimed and count against
 `max_concurrent_runs`. So every step records its host and process in its run's tags, and every
-step and every sensor tick fails the STARTED runs of this host whose process is gone.
+step and every sensor tick fails the STARTED runs of this host whose process is gone. (Runs on
+Celery workers are watched by run monitoring through fw_assets.deploy.celery_launcher.)
 
-Heavy steps (DuckDB, the tokenizer) take a slot of this machine (fw_assets.lib.slots, a lock the
+Heavy steps (DuckDB, the tokenizer) take a slot of this host (fw_assets.lib.slots, a lock the
 kernel frees when the process dies) instead of a Dagster pool slot, which only a live process or
 the daemon can give back. The number of slots per pool is the instance's pool limit:
 `concurrency: pools: default_limit` in dagster.yaml, or `dagster instance concurrency set duckdb 2`.
+A host is what settings.host_name() names: the machine, or one of several workers sharing it.
 """
 
 import os
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
 
+from fw_assets.formats.lineage import StaleInput
 from fw_assets.paths import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
+from fw_assets.lib.publish import PublishError
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions
+from fw_assets.resources import AnotherOutputFolder, claim_output_folder
+from fw_assets.settings import host_name
 
 # A backfill's runs carry only a partition range: name the dump (or the recipe) on the run's page.
 DUMP_TAG = "fw_assets/dump"
@@ -48,15 +53,16 @@ def process_start(pid: int) -> str | None:
     return None if fields[0] == "Z" else fields[19]
 
 
-def _this_process() -> dict[str, str]:
+def this_process() -> dict[str, str]:
+    """The run tags naming this process: its host (settings.host_name), pid and start time."""
     pid = os.getpid()
     started = process_start(pid) or ""
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(pid), PROCESS_START_TAG: started}
+    return {HOST_TAG: host_name(), PID_TAG: str(pid), PROCESS_START_TAG: started}
 
 
 def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> list[str]:
     """Mark failed every STARTED run of this host whose process is gone; free its Dagster slots."""
-    host = socket.gethostname()
+    host = host_name()
     records = instance.get_run_records(
         dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: host})
     )
@@ -83,11 +89,13 @@ def partition_kind(context: dg.AssetExecutionContext) -> str:
     return "dump" if context.assets_def.partitions_def is dump_partitions else "recipe"
 
 
-def start_step(context: dg.AssetExecutionContext) -> None:
-    """Record the dump (or recipe) and this step's process in its run's tags (shown on the run's
+def start_step(context: dg.AssetExecutionContext, output_root: Path) -> None:
+    """Refuse an output folder other than the instance's (fw_assets.resources.claim_output_folder),
+    record the dump (or recipe) and this step's process in its run's tags (shown on the run's
     page), and fail the runs of this host that died."""
+    claim_output_folder(context.instance, output_root)
     tag = DUMP_TAG if partition_kind(context) == "dump" else RECIPE_TAG
-    tags = {tag: context.partition_key, **_this_process()}
+    tags = {tag: context.partition_key, **this_process()}
     context.instance.add_run_tags(context.run.run_id, tags)
     fail_dead_runs(context.instance, context.log.warning)
 
@@ -113,18 +121,29 @@ def how_to_free(holder: dict) -> str:
 
 
 @contextmanager
+def refusing_stale_inputs() -> Iterator[None]:
+    """An input made from inputs replaced since (fw_assets.formats.lineage) fails the step with
+    what to run, not a traceback."""
+    try:
+        yield
+    except StaleInput as error:
+        raise dg.Failure(description=f"{error} Nothing was published.") from error
+
+
+@contextmanager
 def writing_step(
     context: dg.AssetExecutionContext, output_root: Path, need: SpaceNeed
 ) -> Iterator[None]:
     """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
-    naming the path and the space it needs, not a traceback."""
+    naming the path and the space it needs, a publication that cannot rename into place with why, a
+    stale input with what to run, another instance's output folder naming both: not a traceback."""
     step = context.asset_key.to_user_string()
     try:
         partition = f"{partition_kind(context).capitalize()} {context.partition_key}"
-        with explaining_disk_errors(output_root, partition, step, need):
-            start_step(context)
+        with refusing_stale_inputs(), explaining_disk_errors(output_root, partition, step, need):
+            start_step(context, output_root)
             yield
-    except OutputDiskError as error:
+    except (OutputDiskError, PublishError, AnotherOutputFolder) as error:
         raise dg.Failure(description=str(error)) from error
 
 
@@ -132,14 +151,14 @@ def writing_step(
 def heavy_step(
     context: dg.AssetExecutionContext, output_root: Path, pool: str, need: SpaceNeed
 ) -> Iterator[None]:
-    """A `writing_step` holding a slot of `pool` on this machine while it works."""
+    """A `writing_step` holding a slot of `pool` on this host while it works."""
     holder = {
         "run_id": context.run.run_id,
         "step": context.asset_key.to_user_string(),
         "partition": f"{partition_kind(context)} {context.partition_key}",
-        "host": socket.gethostname(),
+        "host": host_name(),
     }
-    folder = machine_slots_dir(output_root, socket.gethostname())
+    folder = machine_slots_dir(output_root, holder["host"])
     limit = pool_limit(context.instance, pool)
     with (
         writing_step(context, output_root, need),

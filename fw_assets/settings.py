@@ -1,7 +1,8 @@
-"""Every environment variable fw_assets reads, with its default: where the data lives and how
-often the sensor looks at it."""
+"""Every environment variable fw_assets reads, with its default: where the data lives, how
+often the sensor looks at it, and which host this process is."""
 
 import os
+import socket
 from pathlib import Path
 
 SOURCE_DIR_ENV = "FW_SOURCE_DIR"
@@ -15,6 +16,7 @@ MAX_MEMORY_ENV = "FW_MIXTURE_MAX_MEMORY_GIB"
 MAX_DISK_ENV = "FW_MIXTURE_MAX_DISK_GIB"
 PROBE_MODEL_DIR_ENV = "FW_PROBE_MODEL_DIR"
 PROBE_DEVICE_ENV = "FW_PROBE_DEVICE"
+HOST_ENV = "FW_HOST"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
@@ -31,6 +33,15 @@ def source_dir() -> Path:
 def output_dir() -> Path:
     """Root of everything fw_assets writes (`en/`, `tokenized/`, `selection/`)."""
     return Path(os.environ.get(OUTPUT_DIR_ENV, DEFAULT_OUTPUT_DIR))
+
+
+def described_output_dir(root: Path) -> str:
+    """`root` as a message names it: absolute, and when it is FW_OUTPUT_DIR's default because the
+    variable is unset, saying so (the default is relative to the folder the command runs in)."""
+    where = str(root.resolve())
+    if OUTPUT_DIR_ENV not in os.environ and root == Path(DEFAULT_OUTPUT_DIR):
+        where += f" ({OUTPUT_DIR_ENV} is not set: its default, {DEFAULT_OUTPUT_DIR} in the current folder)"
+    return where
 
 
 def mixtures_dir() -> Path | None:
@@ -71,6 +82,13 @@ def _optional_path(name: str) -> Path | None:
 def probe_device() -> str:
     """Where the model probe runs: `cpu` (default) or `cuda` / `cuda:N`."""
     return os.environ.get(PROBE_DEVICE_ENV, "").strip() or "cpu"
+
+
+def host_name() -> str:
+    """The host this process runs on, as runs' tags and the per-host slots name it: $FW_HOST, else
+    the machine's name. Hosts sharing one output folder need names of their own (several Celery
+    workers on one machine are several hosts)."""
+    return os.environ.get(HOST_ENV, "").strip() or socket.gethostname()
 
 
 def sensor_interval_seconds() -> int:

@@ -15,6 +15,7 @@ from fw_assets_tests.support.dagster_services import REPO_ROOT
 from fw_assets_tests.support.extras import extra_module
 
 PRODUCTION_YAML = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
+CELERY_YAML = REPO_ROOT / "deploy" / "celery" / "dagster.yaml"
 HELM_VALUES = REPO_ROOT / "deploy" / "values.yaml"
 PG_VARIABLES = ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB")
 
@@ -71,7 +72,8 @@ def chart_instance_settings(values: dict) -> dict:
     launcher = values["runLauncher"]["config"]["k8sRunLauncher"]
     snake = {"startTimeoutSeconds": "start_timeout_seconds", "cancelTimeoutSeconds": "cancel_timeout_seconds",
              "maxResumeRunAttempts": "max_resume_run_attempts", "pollIntervalSeconds": "poll_interval_seconds",
-             "freeSlotsAfterRunEndSeconds": "free_slots_after_run_end_seconds", "enabled": "enabled"}
+             "freeSlotsAfterRunEndSeconds": "free_slots_after_run_end_seconds", "enabled": "enabled",
+             "maxRetries": "max_retries", "retryOnAssetOrOpFailure": "retry_on_asset_or_op_failure"}
     pools, runs = values["concurrency"]["pools"], values["concurrency"]["runs"]
     return {
         "storage": {"postgres": {"postgres_db": {
@@ -83,6 +85,7 @@ def chart_instance_settings(values: dict) -> dict:
                         "runs": {"max_concurrent_runs": runs["maxConcurrentRuns"],
                                  "tag_concurrency_limits": runs["tagConcurrencyLimits"]}},
         "run_monitoring": {snake[key]: value for key, value in daemon["runMonitoring"].items()},
+        "run_retries": {snake[key]: value for key, value in daemon["runRetries"].items()},
         "run_launcher": {"module": "dagster_k8s", "class": values["runLauncher"]["type"], "config": {
             "load_incluster_config": launcher["loadInclusterConfig"],
             "job_namespace": launcher["jobNamespace"],
@@ -117,7 +120,9 @@ def test_the_helm_values_give_valid_instance_settings_for_dagster_and_dagster_k8
     assert launcher.value["volume_mounts"][0]["mountPath"] == "/data/fineweb"
 
 
-def test_the_helm_values_keep_the_production_instances_settings_and_resume_lost_run_pods(tmp_path, monkeypatch):
+def test_the_helm_values_keep_the_production_instances_settings_and_retry_runs_whose_pod_was_lost(
+    tmp_path, monkeypatch
+):
     values = yaml.safe_load(HELM_VALUES.read_text())
     cluster, production = chart_instance_settings(values), load_production_config(tmp_path, monkeypatch)
     database = cluster["storage"]["postgres"]["postgres_db"]
@@ -126,7 +131,11 @@ def test_the_helm_values_keep_the_production_instances_settings_and_resume_lost_
     runs = "tag_concurrency_limits"  # one run at a time per dump, on the cluster too
     assert cluster["concurrency"]["runs"][runs] == production["concurrency"]["runs"][runs]
     assert set(cluster["run_monitoring"]) == set(production["run_monitoring"]) | {"max_resume_run_attempts"}
-    assert cluster["run_monitoring"]["max_resume_run_attempts"] >= 1
+    # A lost run is failed and retried as on Celery workers (deploy/celery/dagster.yaml).
+    celery = yaml.safe_load(CELERY_YAML.read_text())
+    for key in ("max_resume_run_attempts", "poll_interval_seconds"):
+        assert cluster["run_monitoring"][key] == celery["run_monitoring"][key], key
+    assert cluster["run_retries"] == celery["run_retries"]
     assert values["dagsterDaemon"]["env"]["DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR"] == "1"
     deployment = values["dagster-user-deployments"]["deployments"][0]
     launcher = values["runLauncher"]["config"]["k8sRunLauncher"]

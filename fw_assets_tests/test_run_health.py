@@ -15,12 +15,14 @@ import dagster as dg
 import psutil
 import pytest
 
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
 from fw_assets.lib.slots import machine_slot, slot_holders
-from fw_assets.run_health import PID_TAG, how_to_free
+from fw_assets.run_health import HOST_TAG, PID_TAG, how_to_free
+from fw_assets.settings import HOST_ENV, SENSOR_INTERVAL_ENV
 from fw_assets.synthetic import write_sample_dump
-from fw_assets.settings import SENSOR_INTERVAL_ENV
-from fw_assets_tests.support.runs import subprocess_env
 from fw_assets_tests.support.dagster_services import DagsterServices
+from fw_assets_tests.support.runs import materialize_dump, subprocess_env
 
 DUMP, OTHER_DUMP, NEW_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15", "CC-MAIN-2014-23"
 
@@ -53,6 +55,18 @@ def test_two_slots_let_two_steps_run_at_once(tmp_path):
             assert {first, second} == {0, 1}
             assert sorted(h["run_id"] for h in slot_holders(tmp_path, "duckdb")) == ["a", "b"]
     assert slot_holders(tmp_path, "duckdb") == []
+
+
+def test_a_host_named_by_fw_host_tags_its_runs_and_holds_its_own_slots(tmp_path, monkeypatch):
+    """Several hosts (Celery workers) may share one machine and one output folder: each is the host
+    FW_HOST names, in its runs' tags and in the folder of its slots."""
+    monkeypatch.setenv(HOST_ENV, "worker-7")
+    source, output = tmp_path / "source", tmp_path / "out"
+    write_sample_dump(source, DUMP, rows=200, files=1, seed=3)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = materialize_dump(source, output, DUMP, [raw, sampled], instance)
+        assert instance.get_run_by_id(result.run_id).tags[HOST_TAG] == "worker-7"
+    assert [folder.name for folder in (output / ".staging" / "slots").iterdir()] == ["worker-7"]
 
 
 def cli_run(source: Path, output: Path, home: Path, dump: str, select: str, **popen) -> subprocess.Popen:

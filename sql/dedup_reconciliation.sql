@@ -2,14 +2,14 @@
 -- decision per bucketed id, and every pointer names a document of the dump it says (this dump's or
 -- an earlier dump's minhash file), kept when it is in this dump.
 --
---   $decisions  the staged decision file;  $bucketed  the dump's bucketed parquet files
---   $dump  the dump decided;  registered `pointed_ids` (id, dump): the documents of the minhash
+--   $decisions  the staged decision file;  $dump  the dump decided;  view `bucketed_ids` (id): the
+--   dump's bucketed documents;  registered `pointed_ids` (id, dump): the documents of the minhash
 --   files of the dumps the pointers name whose id some drop points at
 WITH decisions AS (
     SELECT * FROM read_parquet($decisions)
 ),
 bucketed AS (
-    SELECT id FROM read_parquet($bucketed)
+    SELECT id FROM bucketed_ids
 ),
 pointers AS (
     SELECT id, duplicate_of, duplicate_of_dump FROM decisions WHERE NOT keep

@@ -4,12 +4,13 @@ Each tick looks at every dump folder under the source root. A dump whose files a
 fw_assets.formats.dump_files) and whose fingerprint (names, sizes, mtimes) differs from the one last
 requested gets one run of the whole chain. The run key holds the fingerprint, so a repeated tick, a
 daemon restart or a lost cursor never requests the same files twice, and changed files are requested
-again. A dump first seen already materialized from exactly these files (a UI backfill or the CLI got
-there first) is recorded without a run. A dump with a queued or in-progress run (UI, CLI, sensor)
-waits for it to end: never a second run beside it. A dump whose source files were deleted since its
-run was requested (its folder removed or emptied, as the disk plan allows once its chain is
-published) is named in the tick's skip reason and never requested: its published outputs stay. The
-cursor is this sensor's own JSON: {"requested": {dump: fingerprint}}.
+again. A dump already materialized from exactly its current files (a UI backfill or the CLI got
+there first, also while the sensor waited for that run) is recorded without a run. A dump with a
+queued or in-progress run (UI, CLI, sensor, on any host), or a failed run about to be retried, waits
+for it to end: never a second run beside it. A dump whose source files were deleted since its run
+was requested (its folder removed or emptied, as the disk plan allows once its chain is published)
+is named in the tick's skip reason and never requested: its published outputs stay. The cursor is
+this sensor's own JSON: {"requested": {dump: fingerprint}}.
 """
 
 import json
@@ -22,6 +23,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.bucketing.raw import raw
 from fw_assets.jobs import dump_chain_job
@@ -61,6 +63,8 @@ def dump_cursor(requested: dict[str, str]) -> str:
     ),
 )
 def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> dg.SensorResult:
+    if refused := refused_folder(context, storage):
+        return dg.SensorResult(skip_reason=refused, cursor=context.cursor)
     # dead runs of this host would otherwise fill max_concurrent_runs and hold the queue
     fail_dead_runs(context.instance, context.log.warning)
     requested = load_cursor(context.cursor)
@@ -102,10 +106,10 @@ def _decide(
     last_requested: str | None,
     settle_seconds: int,
     is_processed: Callable[[DumpFolderState], bool],
-    unfinished_run: str | None,
+    unfinished_run: dg.DagsterRun | None,
 ) -> Decision:
-    """What to do about one dump folder this tick (`unfinished_run`: the id of a queued or
-    in-progress run of the dump, if any)."""
+    """What to do about one dump folder this tick (`unfinished_run`: a queued, in-progress or
+    about-to-be-retried run of the dump, if any)."""
     if dump not in dump_partitions.get_partition_keys():
         return Decision(
             "wait",
@@ -124,12 +128,16 @@ def _decide(
     if not ready.ready:
         return Decision("wait", ready.reason, state)
     if unfinished_run:  # never beside the dump's own run: after it, these files may be processed
-        return Decision(
-            "wait", f"run {unfinished_run} of this dump is queued or in progress; next tick after it", state
-        )
-    if last_requested is None and is_processed(state):
+        return Decision("wait", _busy_reason(unfinished_run), state)
+    if is_processed(state):  # a UI backfill or a CLI run got there first (the sensor may have waited for it)
         return Decision("adopt", "already materialized from these files; not requested again", state)
     return Decision("request", f"{ready.reason}; requesting a run (files {state.fingerprint})", state)
+
+
+def _busy_reason(run: dg.DagsterRun) -> str:
+    if run.is_complete_and_waiting_to_retry:
+        return f"run {run.run_id} of this dump failed and is about to be retried; next tick after its retry"
+    return f"run {run.run_id} of this dump is queued or in progress; next tick after it"
 
 
 def _run_request(state: DumpFolderState) -> dg.RunRequest:

@@ -9,6 +9,7 @@ latest observation. `megatron_indexes` and `packed` refuse a stale plan whether 
 
 import dagster as dg
 
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.observations import latest_observations
 from fw_assets.lib.versions import DATA_VERSION_TAG
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
@@ -40,6 +41,8 @@ def record_changed_inputs(instance: dg.DagsterInstance, storage: FineWebStorage)
     "once a minute, so that a plan shows stale in the UI once what it was made from changed.",
 )
 def recipe_inputs(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> dg.SkipReason:
+    if refused := refused_folder(context, storage):
+        return dg.SkipReason(refused)
     changed = record_changed_inputs(context.instance, storage)
     if changed:
         return dg.SkipReason(f"Recorded new inputs of {', '.join(changed)}; launches no run.")

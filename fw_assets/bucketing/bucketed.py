@@ -21,7 +21,8 @@ from fw_assets.paths import (
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.sampling_policy import SEED_POLICY
@@ -59,7 +60,7 @@ def bucketed(
     with (
         heavy_step(context, root, DUCKDB_POOL, SpaceNeed(source.bytes, BUCKETED_SPACE)),
         staged_publication(root, publication_name("bucketed", source.dump), source.dump, log) as staging,
-        published_generation(root, publication_name("sampled", source.dump), source.dump, log) as sampled_record,
+        checked_generation(root, publication_name("sampled", source.dump), source.dump, log) as sampled_record,
     ):
         if sampled_record is None:
             raise dg.Failure(
@@ -82,19 +83,18 @@ def bucketed(
         yield from report.refuse_if_blocked()
         targets = bucket_dump_dirs(root, source.dump, SEED_POLICY)
         rows = {bucket: w["rows"] for bucket, w in written.items()}
-        staging.publish(
+        published = staging.publish(
             {target: folders.get(bucket) for bucket, target in targets.items()},
-            {
-                "buckets": _bucket_contents(root, folders, targets, rows),
-                "sampled_generation": sampled_record["generation"],
-            },
+            {"buckets": _bucket_contents(root, folders, targets, rows)},
+            inputs={publication_name("sampled", source.dump): input_entry(sampled_record), **source.as_input()},
         )
     yield report.materialization(
         {
             **_bucketed_metadata(written, time.monotonic() - started),
             "contract_seconds": contract_seconds,
             **warehouse.cores_metadata(),
-        }
+        },
+        data_version(published),
     )
 
 

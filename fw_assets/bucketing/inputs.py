@@ -9,7 +9,7 @@ import dagster as dg
 from fw_assets.contracts.findings import Violation, rejection_message
 from fw_assets.bucketing.raw_contract import RAW_SCHEMA
 from fw_assets.paths import source_dump_dir
-from fw_assets.formats.dump_files import shard_set_gaps
+from fw_assets.formats.dump_files import scan_dump_folder, shard_set_gaps
 from fw_assets.formats.manifest import SourceFile, apple_double_files, describe, source_files
 
 
@@ -31,6 +31,15 @@ class DumpSource:
     @property
     def bytes(self) -> int:
         return sum(f.bytes for f in self.files)
+
+    def fingerprint(self) -> str:
+        """The files' names, sizes and mtimes as the `new_dumps` sensor fingerprints them: the
+        identity of the source an output was made from (raw's data version)."""
+        return scan_dump_folder(self.dump, self.folder).fingerprint
+
+    def as_input(self) -> dict:
+        """What a generation record says of the source it was made from (not a publication)."""
+        return {f"source-{self.dump}": {"folder": str(self.folder), "fingerprint": self.fingerprint()}}
 
 
 def find_dump_source(dump: str, folder: Path) -> tuple[DumpSource, list[Violation]]:

@@ -76,5 +76,6 @@ def _check_source(
                 table(["score from", "rows"], [(s if s is not None else "null", n) for s, n in histogram])
             ),
             "manifest": dg.MetadataValue.json(as_records(list(source.files))),
-        }
+        },
+        source.fingerprint(),  # what `sampled` records it was made from
     )

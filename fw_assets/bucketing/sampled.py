@@ -18,7 +18,7 @@ from fw_assets.lib.disk import SpaceNeed
 from fw_assets.formats.manifest import as_records
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import data_version, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.sampling_policy import SEED_POLICY
@@ -75,9 +75,10 @@ def sampled(
             )
             contract_seconds = contract.seconds()
         yield from report.refuse_if_blocked()
-        staging.publish(
+        published = staging.publish(
             {selection_path(storage.output_root, source.dump): staged},
             {"rows": source.rows, "kept": sum(kept for _, kept in counts.values())},
+            inputs=source.as_input(),
         )
     yield report.materialization(
         {
@@ -86,7 +87,8 @@ def sampled(
             "raw_guard_seconds": raw_guard_seconds,
             "contract_seconds": contract_seconds,
             **warehouse.cores_metadata(),
-        }
+        },
+        data_version(published),
     )
 
 

@@ -5,7 +5,7 @@ Every asset with a contract follows one pattern:
     report = ContractReport(dump, "stage", check_stage(con, ...))  # plain contract code
     yield from report.refuse_if_blocked()   # a blocking check failed: report every result, fail
     staging.publish(...)                    # reached only when every blocking check passed
-    yield report.materialization(metadata)  # the results attached to this materialization
+    yield report.materialization(metadata, data_version(record))  # the results attached to this materialization
 
 Why this shape: Dagster gives a check result the step's partition (a run of one dump) and links it
 to the latest materialization of that partition at the moment the result is evaluated. Results
@@ -62,10 +62,14 @@ class ContractReport:
             yield from (check_result(outcome) for outcome in self.outcomes)
             guard(self.dump, self.stage, self.outcomes, self.kind)
 
-    def materialization(self, metadata: Mapping[str, Any]) -> dg.MaterializeResult:
-        """The step's materialization with every check result attached (warnings included)."""
+    def materialization(self, metadata: Mapping[str, Any], version: str) -> dg.MaterializeResult:
+        """The step's materialization with every check result attached (warnings included). Its
+        data version is the published output's (fw_assets.lib.publish.data_version): what the UI
+        compares to call an output stale is what readers compare to refuse it."""
         return dg.MaterializeResult(
-            metadata=metadata, check_results=[check_result(outcome) for outcome in self.outcomes]
+            metadata=metadata,
+            check_results=[check_result(outcome) for outcome in self.outcomes],
+            data_version=dg.DataVersion(version),
         )
 
 

@@ -10,7 +10,9 @@ import duckdb
 
 from fw_assets import settings
 from fw_assets.dedup.explain import explain
-from fw_assets.paths import minhash_path, published_decisions
+from fw_assets.formats.lineage import StaleInput, refuse_stale_inputs
+from fw_assets.lib.publish import recorded_generation
+from fw_assets.paths import minhash_path, publication_name, published_decisions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     decisions = published_decisions(args.output)
     if not decisions:
-        print(f"No decision files under {args.output}/dedup/: materialize deduplicated first.")
+        print(f"No decision files under {settings.described_output_dir(args.output)}: materialize deduplicated first.")
         return 2
     unknown = 0
     with duckdb.connect(":memory:") as con:
@@ -35,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
                 unknown += 1
                 print(f"{doc_id}: in no decision file of {len(decisions)} dump(s) under {args.output}")
             for why in found:  # an id in several dumps: each dump's decision, in crawl order
+                try:  # its bands are read from minhash files that must be the ones it was decided on
+                    refuse_stale_inputs(args.output, recorded_generation(args.output, publication_name("dedup", why.dump)))
+                except StaleInput as error:
+                    print(error, file=sys.stderr)
+                    return 2
                 print(why.describe())
     return 1 if unknown else 0
 

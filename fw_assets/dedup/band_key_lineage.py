@@ -20,6 +20,12 @@ def later_dumps() -> dg.StaticPartitionMapping:
     return dg.StaticPartitionMapping({key: keys[i + 1:] for i, key in enumerate(keys[:-1])})
 
 
+def read_by_decisions(dump: str, across_dumps: bool) -> list[str]:
+    """The dumps whose minhash files the decisions of `dump` read: its own, and with the scope across
+    dumps every earlier dump (signed or not: one signed later makes them stale)."""
+    return [d for d in dump_partitions.get_partition_keys() if d == dump or (across_dumps and d < dump)]
+
+
 def published(dump: str, content_version: str, generation: str) -> dg.AssetObservation:
     """The observation of `band_key_index` recorded once a dump's minhash files are published: its
     data version is the content version of what later decisions read of them

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy
 from fw_assets.dedup.signature_files import rows_with_ids
-from fw_assets.lib.markdown import table
+from fw_assets.lib.markdown import literal, table
 from fw_assets.lib.sql import load_sql
 
 POINTED_IDS = pa.schema([("id", pa.string()), ("dump", pa.string())])
@@ -88,6 +88,9 @@ def check_decisions(
     ]
 
 
+NO_IDS = pa.table({"id": pa.array([], pa.string())})
+
+
 def _reconciliation(
     con: duckdb.DuckDBPyConnection,
     dump: str,
@@ -99,12 +102,14 @@ def _reconciliation(
     named = set(pointers.column("duplicate_of_dump").to_pylist())
     pointed = {d: minhash_files[d] for d in sorted(named) if d in minhash_files}
     con.register("pointed_ids", _ids_among(pointed, pointers))
+    # a dump with nothing bucketed (every score below the lowest bucket) has no file to read
+    ids = con.read_parquet([str(p) for p in bucketed]).select("id") if bucketed else con.from_arrow(NO_IDS)
+    ids.create_view("bucketed_ids")
     try:
-        rows = con.execute(load_sql("dedup_reconciliation"), {
-            "decisions": str(decisions), "bucketed": [str(p) for p in bucketed], "dump": dump,
-        }).fetchall()
+        rows = con.execute(load_sql("dedup_reconciliation"), {"decisions": str(decisions), "dump": dump}).fetchall()
     finally:
         con.unregister("pointed_ids")
+        con.execute("DROP VIEW bucketed_ids")
     violations = [
         Violation(rule, "id", n, f"{count_rows(n)}: {_PROBLEMS[rule]} ({rule})", examples=tuple(examples))
         for rule, n, examples in rows
@@ -203,7 +208,5 @@ def _code(value: str) -> str:
 
 
 def _quote(text: str | None) -> str:
-    """A text start for a markdown cell: one line, no table pipes."""
-    if text is None:
-        return "(text not published)"
-    return " ".join(text.split()).replace("|", "\\|")
+    """A text start for a markdown cell, shown as written."""
+    return "(text not published)" if text is None else literal(text)

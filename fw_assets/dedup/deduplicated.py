@@ -21,7 +21,7 @@ import duckdb
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.dedup.contract import DEDUP_CHECKS
 from fw_assets.dedup.band_key_index import band_key_index
-from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, later_dumps
+from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, later_dumps, read_by_decisions
 from fw_assets.dedup.contract import (
     CONTRACT_SQL,
     bucket_drops,
@@ -44,9 +44,10 @@ from fw_assets.paths import (
 )
 from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import Log, published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation, content_generation
+from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP, dump_partitions
+from fw_assets.partitions import PER_DUMP
 from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
@@ -107,7 +108,9 @@ def deduplicated(
         report = ContractReport(dump, "deduplicated", outcomes)
         metadata = _metadata(con, dump, staged, inputs, summary)
         yield from report.refuse_if_blocked()
-        staging.publish({dedup_path(root, dump): staged}, inputs.record_contents())
+        published = staging.publish(
+            {dedup_path(root, dump): staged}, {"documents": summary.documents}, inputs=inputs.entries
+        )
     seconds = time.monotonic() - started
     timing = {
         "seconds": round(seconds, 2),
@@ -117,31 +120,26 @@ def deduplicated(
         "cpu_seconds": round(time.process_time() - cpu_started, 2),
         "documents_per_second": round(summary.documents / max(seconds, 1e-9)),
     }
-    yield report.materialization({**metadata, **timing, **warehouse.cores_metadata()})
+    yield report.materialization({**metadata, **timing, **warehouse.cores_metadata()}, data_version(published))
 
 
 @dataclass(frozen=True)
 class DecisionInputs:
     """What one dump's decisions read: the minhash files of the dump and of every earlier dump that
     has one (dump -> path, crawl order), their generations, the content versions of the earlier
-    ones, and the dump's bucketed files."""
+    ones, the dump's bucketed files, and all of it as the generation record's inputs (with scope
+    across dumps, every earlier dump: one not signed yet as not published, so that signing it later
+    makes the decisions stale)."""
 
     dump: str
     minhash: dict[str, Path]
     generations: dict[str, str]
     earlier_versions: dict[str, str]
     bucketed: list[Path]
+    entries: dict[str, dict]
 
     def earlier(self) -> dict[str, Path]:
         return {d: path for d, path in self.minhash.items() if d < self.dump}
-
-    def record_contents(self) -> dict:
-        """What the decisions' generation record says they were decided from."""
-        return {
-            "earlier_dumps": sorted(self.earlier()),
-            "minhash_generations": self.generations,
-            "decided_against": self.earlier_versions,
-        }
 
 
 @contextmanager
@@ -150,14 +148,12 @@ def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInput
     (no publication can replace them meanwhile). An earlier dump never signed (not downloaded) has
     no record and does not block; the dump's own minhash and bucketed must be there."""
     with ExitStack() as held:
-        records = {
-            d: held.enter_context(published_generation(root, publication_name("minhash", d), d, log))
-            for d in dump_partitions.get_partition_keys()
-            if d <= dump
+        records = {  # another dump's band keys count by content: its chain may be making them again
+            d: held.enter_context((checked_generation if d == dump else content_generation)(
+                root, publication_name("minhash", d), d, log))
+            for d in read_by_decisions(dump, MINHASH_POLICY.scope == Scope.ACROSS_DUMPS)
         }
-        bucketed = held.enter_context(
-            published_generation(root, publication_name("bucketed", dump), dump, log)
-        )
+        bucketed = held.enter_context(checked_generation(root, publication_name("bucketed", dump), dump, log))
         required = {publication_name("minhash", dump): records[dump], publication_name("bucketed", dump): bucketed}
         for name, record in required.items():
             if record is None:
@@ -167,17 +163,17 @@ def _published_inputs(root: Path, dump: str, log: Log) -> Iterator[DecisionInput
                     "Nothing was published."
                 )
         signed = {d: record for d, record in records.items() if record}
-        earlier_versions = {}
-        if MINHASH_POLICY.scope == Scope.ACROSS_DUMPS:
-            for d in (d for d, record in records.items() if d < dump and record is None):
-                _refuse_unrecorded_files(root, dump, d)
-            earlier_versions = {d: _earlier_version(root, dump, d, r) for d, r in signed.items() if d < dump}
+        for d in (d for d, record in records.items() if record is None):
+            _refuse_unrecorded_files(root, dump, d)
+        earlier_versions = {d: _earlier_version(root, dump, d, r) for d, r in signed.items() if d < dump}
+        entries = {publication_name("minhash", d): input_entry(r) for d, r in records.items()}
         yield DecisionInputs(
             dump,
             {d: minhash_path(root, d) for d in signed},
             {d: record["generation"] for d, record in signed.items()},
             earlier_versions,
             [p for _, paths in recorded_bucket_files(root, bucketed).values() for p in paths],
+            {**entries, publication_name("bucketed", dump): input_entry(bucketed)},
         )
 
 

@@ -19,7 +19,8 @@ from fw_assets.paths import (
     spill_dir,
 )
 from fw_assets.lib.disk import SpaceNeed, naming
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
@@ -59,7 +60,7 @@ def minhash(
     with (
         heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
         staged_publication(root, publication_name("minhash", dump), dump, log) as staging,
-        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
     ):
         if bucketed_record is None:
             raise dg.Failure(
@@ -87,17 +88,15 @@ def minhash(
         version = content_version(staged)
         record = staging.publish(
             dict(zip(minhash_files(target), minhash_files(staged))),
-            {
-                "documents": summary.documents,
-                "bucketed_generation": bucketed_record["generation"],
-                "content_version": version,
-            },
+            {"documents": summary.documents, "content_version": version},
+            inputs={publication_name("bucketed", dump): input_entry(bucketed_record)},
         )
     # at once, so later dumps' decisions made from here on count as having read these keys (a kill
     # before it: `stale_dedup` records it from the generation record)
     context.log_event(band_key_index_published(dump, version, record["generation"]))
     seconds = time.monotonic() - started
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(data_version(record)),  # the content: an identical re-sign is no change
         metadata={
             "dagster/row_count": summary.documents,
             "documents": summary.documents,

@@ -8,8 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fw_assets.formats.lineage import checked_generation
 from fw_assets.paths import probe_loss_path, publication_name
-from fw_assets.lib.publish import Log, published_generation
+from fw_assets.lib.publish import Log
 
 LOSS_SCHEMA = pa.schema(
     [
@@ -22,16 +23,29 @@ LOSS_SCHEMA = pa.schema(
 )
 
 
+# What a generation record of losses says of its probe but does not decide its losses: where the
+# model folder was, and the built-in probe's reference sample (fitted on each dump it scores).
+NOT_DECIDING = ("model_dir", "reference_sha256")
+
+
 class ProbeLossesMissing(ValueError):
     """The probe has no published losses of the dump."""
+
+
+def scoring_identity(record: dict) -> dict:
+    """What decided the losses of a generation record of `probe_loss` (the probe's kind, settings,
+    and a model's sha256): equal for two dumps scored by the same probe, wherever its folder was."""
+    return {key: value for key, value in record["contents"]["probe"].items() if key not in NOT_DECIDING}
 
 
 @contextmanager
 def published_loss_record(output_root: Path, probe: str, dump: str, log: Log | None = None) -> Iterator[dict]:
     """The generation record of `probe`'s published losses of `dump`, held still while the body
-    reads them (`loss_batches`); refuses a dump the probe has no published losses of."""
+    reads them (`loss_batches`); refuses a dump the probe has no published losses of, and losses of
+    token files replaced since (StaleInput). A file missing or resized since it was published is
+    refused by name; one damaged in place (its page checksums) by `loss_batches`."""
     name = publication_name("probe_loss", probe, dump)
-    with published_generation(output_root, name, dump, log) as record:
+    with checked_generation(output_root, name, dump, log) as record:
         if record is None:
             raise ProbeLossesMissing(
                 f"Dump {dump}: probe {probe} has no published losses. Materialize `probe_loss` for "

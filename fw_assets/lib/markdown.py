@@ -1,6 +1,18 @@
-"""Small markdown tables for Dagster metadata."""
+"""Small markdown tables for Dagster metadata, and text shown in them as written."""
 
+import re
 from collections.abc import Sequence
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark; these are the ones that
+# mean something inside a table cell: emphasis, strikethrough, code, links and images, HTML,
+# entities and the cell's end (block markers such as `#` or `-` do not apply there).
+_MARKUP = re.compile(r"([\\`*_\[\]<>|~&])")
+
+
+def literal(text: str) -> str:
+    """`text` on one line (whitespace runs as one space), each markup character escaped: a table
+    cell that shows it as written, whatever `~`, `*`, `_`, `|` or `<` it holds."""
+    return _MARKUP.sub(r"\\\1", " ".join(text.split()))
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -10,9 +10,13 @@ reader of any output of that dump rolls the publication back first: the killed r
 appears, as its run was never recorded as a success.
 
 Each publication also writes a generation record, `<output_root>/published/<name>.json`, renamed
-into place in the same series: every published file with its size, and what the writer says about
-its content (e.g. a bucket that holds no rows). Readers use the record, not a folder listing, so an
-absent folder is never mistaken for an empty output.
+into place in the same series: every published file with its size, what the writer says about its
+content (e.g. a bucket that holds no rows) and its `inputs`: each publication it was made from, by
+name, with the generation it read (None: not published then) and the identity that mattered to it.
+Readers use the record, not a folder listing, so an absent folder is never mistaken for an empty
+output, and `changed_inputs` tells a reader when what an output was made from has been replaced
+since. A writer whose contents hold a `content_version` says that two of its generations with the
+same content version are the same data: an input recorded with it stays current across them.
 
 Two locks per name, both `flock`s (released by the kernel when a process dies, however it dies):
 `<name>.write.lock`, held by a writer from staging to publishing (one writer at a time), and
@@ -29,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +100,19 @@ class Staging:
         self.path.mkdir(parents=True)
 
     def publish(
-        self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any] | None = None
+        self,
+        moves: Mapping[Path, Path | None],
+        contents: Mapping[str, Any] | None = None,
+        *,
+        inputs: Mapping[str, Mapping[str, Any]],
     ) -> dict:
         """Move each staged path onto its target (a target mapped to None is removed), together
-        with the generation record holding `contents`. All or nothing; returns the record.
+        with the generation record holding `contents` and `inputs` (name -> `input_entry`). All or
+        nothing; returns the record.
 
         Every target is replaced whole: what it held before is moved aside, never merged into.
         """
-        record = self._record(moves, contents or {})
+        record = self._record(moves, contents or {}, inputs)
         staged_record = self.path / RECORD_STAGED
         _write_durably(staged_record, json.dumps(record, indent=1))
         all_moves = {**moves, generation_record_path(self.output_root, self.name): staged_record}
@@ -133,7 +143,9 @@ class Staging:
             (self.path / JOURNAL).unlink()
         return record
 
-    def _record(self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any]) -> dict:
+    def _record(
+        self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any], inputs: Mapping[str, Mapping[str, Any]]
+    ) -> dict:
         files = {}
         for target, staged in moves.items():
             if staged is None:
@@ -149,6 +161,7 @@ class Staging:
             "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "files": files,
             "contents": dict(contents),
+            "inputs": {name: dict(entry) for name, entry in sorted(inputs.items())},
         }
 
     def discard(self) -> None:
@@ -159,11 +172,31 @@ class Staging:
 
 def _publish_failure(staging: Staging, error: OSError) -> str:
     where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+    undone = "Every rename already done was undone: the previous output is published unchanged."
+    told = f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where})."
+    if error.errno != errno.EXDEV:
+        return f"{told} {undone} Fix the permissions of that folder and run it again."
+    staged_in = staging_root(staging.output_root)
+    outside = next(Path(f) for f in (error.filename, error.filename2) if f and not Path(f).is_relative_to(staged_in))
+    mount = _mount_point(outside)
+    read_only = " and read-only" if os.statvfs(mount).f_flag & os.ST_RDONLY else ""
     return (
-        f"Dump {staging.dump}: could not publish {staging.name}: {error.strerror} ({where}). "
-        "Every rename already done was undone: the previous output is "
-        "published unchanged. Fix the permissions of that folder and run it again."
+        f"{told} {mount} is on a mount of its own{read_only} (a bind mount, or another disk): publishing "
+        f"moves files by rename, which cannot cross mounts, so every output folder must be on the same mount "
+        f"as {staged_in}{' and writable' if read_only else ''}. {undone} Mount {mount} "
+        f"{'read-write and ' if read_only else ''}not separately (or set FW_OUTPUT_DIR to a folder on one mount), "
+        "then run it again."
     )
+
+
+def _mount_point(path: Path) -> Path:
+    """The mount point `path` is on: the longest of the process's mount points holding it (a bind
+    mount of a folder of the same filesystem counts; `os.path.ismount` does not see those)."""
+    try:
+        points = [Path(line.split()[4].replace("\\040", " ")) for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:  # not Linux: the nearest folder on another device
+        points = [p for p in (path, *path.parents) if p.exists() and os.path.ismount(p)]
+    return max((p for p in points if path.is_relative_to(p)), key=lambda p: len(p.parts), default=Path("/"))
 
 
 def _apply(moves: list[dict]) -> None:
@@ -262,10 +295,9 @@ def published_generation(
 
 
 def _read_record(output_root: Path, name: str) -> dict | None:
-    path = generation_record_path(output_root, name)
-    if not path.is_file():
+    record = recorded_generation(output_root, name)
+    if record is None:
         return None
-    record = json.loads(path.read_text())
     changed = []
     for relative, size in record["files"].items():
         published = output_root / relative
@@ -281,6 +313,63 @@ def _read_record(output_root: Path, name: str) -> dict | None:
             f"Materialize it again to republish it whole."
         )
     return record
+
+
+def input_entry(record: dict | None, **identity: Any) -> dict:
+    """What a reader records of one input it read, from the input's generation record (None: not
+    published when read): its generation, its content version if it has one, and `identity`."""
+    if record is None:
+        return {"generation": None, **identity}
+    version = record["contents"].get("content_version")
+    return {"generation": record["generation"], **({"content_version": version} if version else {}), **identity}
+
+
+def data_version(record: dict) -> str:
+    """A publication's version as readers compare it (and Dagster's UI, as its data version): its
+    content version when it has one, else its generation."""
+    return record["contents"].get("content_version") or record["generation"]
+
+
+@dataclass(frozen=True)
+class ChangedInput:
+    """An input replaced since an output was made from it."""
+
+    name: str
+    recorded: str | None  # the generation the output was made from (None: not published then)
+    published: str | None  # the generation published now (None: none)
+
+
+def changed_inputs(output_root: Path, record: dict) -> list[ChangedInput]:
+    """Each publication among `record`'s inputs whose published generation is not the one recorded
+    (nor one of the same content version). Inputs that are not publications (no `generation`, e.g.
+    source files) are not compared here."""
+    changed = []
+    for name, entry in record.get("inputs", {}).items():
+        if "generation" not in entry:
+            continue
+        now = recorded_generation(output_root, name)
+        if not _same_input(entry, now):
+            changed.append(ChangedInput(name, entry["generation"], now["generation"] if now else None))
+    return changed
+
+
+def _same_input(entry: Mapping[str, Any], now: dict | None) -> bool:
+    if now is None or entry["generation"] is None:
+        return now is None and entry["generation"] is None
+    if entry["generation"] == now["generation"]:
+        return True
+    version = entry.get("content_version")
+    return version is not None and version == now["contents"].get("content_version")
+
+
+def recorded_generation(output_root: Path, name: str) -> dict | None:
+    """The generation record of `name` as it is on disk (None if never published), without
+    checking its files: for comparing generations, not for reading the output."""
+    path = generation_record_path(output_root, name)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
 
 
 def _write_durably(path: Path, text: str) -> None:

@@ -5,10 +5,12 @@ $FW_OUTPUT_DIR (materialize `mixture_plan*` for the recipe first)."""
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fw_assets import settings
 from fw_assets.paths import mixture_cache_dir, publication_name
-from fw_assets.lib.publish import published_generation
+from fw_assets.formats.lineage import StaleInput, checked_generation
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json, stage_names
@@ -25,9 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     root = settings.output_dir()
-    with published_generation(root, publication_name("megatron_indexes", args.recipe), args.recipe) as record:
+    with _stale_refused(parser), checked_generation(root, publication_name("megatron_indexes", args.recipe), args.recipe) as record:
         if record is None:
-            parser.exit(2, f"recipe {args.recipe}: no indexes under {root}; materialize them with "
+            parser.exit(2, f"recipe {args.recipe}: no indexes under {settings.described_output_dir(root)}; materialize them with "
                            f"`dagster asset materialize -m fw_assets.definitions --select 'mixture_plan*' "
                            f"--partition {args.recipe}`\n")
         plan = read_plan(root, args.recipe)
@@ -42,6 +44,15 @@ def main(argv: list[str] | None = None) -> int:
     json.dump(explained, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+@contextmanager
+def _stale_refused(parser: argparse.ArgumentParser) -> Iterator[None]:
+    """Indexes built from a plan or token files replaced since would explain other documents."""
+    try:
+        yield
+    except StaleInput as error:
+        parser.exit(2, f"{error}\n")
 
 
 if __name__ == "__main__":

@@ -246,7 +246,7 @@ class SourceStage:
     stage: str
     phase: str
     source: str
-    tokens_available: int  # the source's train tokens the stage may read (min_doc_tokens applied)
+    tokens_available: int  # distinct tokens the stage may read: a view's train documents (min_doc_tokens applied), else its files
     tokens_drawn: int  # train samples the blend draws from it × seq_length
     epochs: float  # tokens drawn / tokens available
     seen_share: float | None  # of the stage's train documents, the share earlier stages listed (fresh documents only)

@@ -1,19 +1,20 @@
 """The probe losses a recipe's reweighted sources read, as the mixture assets share them: the
-dependency on `probe_loss` of every dump (lineage), the published generations held still while the
-plan reads them and recorded in its identity, and the refusal to build over losses re-published
-(or changed underneath) since the plan was made."""
+dependency on `probe_loss` of every dump (lineage), and the published generations held still while
+the plan reads them, each refused if it is stale (fw_assets.formats.lineage) and recorded among the
+plan's inputs with the probe that scored it."""
 
 import json
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
 
-from fw_assets.paths import generation_record_path, publication_name
-from fw_assets.formats.probe_losses import loss_batches, published_loss_record
-from fw_assets.lib.publish import Log, PublishedOutputChanged, published_generation
+from fw_assets.formats.lineage import StaleInput
+from fw_assets.formats.probe_losses import loss_batches, published_loss_record, scoring_identity
+from fw_assets.lib.publish import Log, PublishedOutputChanged, input_entry
+from fw_assets.paths import publication_name
 
 # A reweighted source reads the losses of every dump it draws on: each recipe depends on
 # `probe_loss` of all dumps, named by its key (test_structure.py), like ALL_DUMPS_TOKENIZED.
@@ -23,13 +24,12 @@ LOSS_BATCH_ROWS = 1 << 17  # the loss files' row groups: a batch is read from on
 
 class HeldLosses:
     """A `reweighted.LossReader` that holds each (probe, dump) generation it read still until the
-    stack closes, and remembers which generation that was; each call streams one bucket's losses
-    from its file (nothing of them is kept between calls)."""
+    stack closes, and remembers its generation record; each call streams one bucket's losses from
+    its file (nothing of them is kept between calls)."""
 
     def __init__(self, root: Path, log: Log, stack: ExitStack) -> None:
         self.root, self.log, self.stack = root, log, stack
         self.records: dict[tuple[str, str], dict] = {}
-        self.generations: dict[str, dict[str, str]] = {}  # probe -> dump -> generation
 
     def __call__(self, probe: str, dump: str, bucket: str) -> Iterator[pa.RecordBatch]:
         if (probe, dump) not in self.records:
@@ -38,43 +38,30 @@ class HeldLosses:
             except PublishedOutputChanged as error:
                 raise ValueError(f"Dump {dump}: probe {probe}: {str(error).rstrip('.')} "
                                  f"(--select probe_loss --partition {dump})") from error
+            except StaleInput as error:
+                raise ValueError(f"probe {probe}: {error}") from error
             self.records[probe, dump] = record
-            self.generations.setdefault(probe, {})[dump] = record["generation"]
+            self._refuse_mixed_scorers(probe)
         return loss_batches(self.root, self.records[probe, dump], probe, bucket, dump, ("id", "loss"), LOSS_BATCH_ROWS)
 
+    def _refuse_mixed_scorers(self, probe: str) -> None:
+        """Losses are weighed against their source's median: every dump read under one probe
+        name must have been scored by the same probe (model bytes, settings)."""
+        scorers = {dump: scoring_identity(record) for (p, dump), record in self.records.items() if p == probe}
+        if len({json.dumps(s, sort_keys=True) for s in scorers.values()}) > 1:
+            listed = "; ".join(f"{dump}: {_describe(identity)}" for dump, identity in sorted(scorers.items()))
+            raise ValueError(
+                f"probe {probe} scored the dumps with different models: {listed}. A source's losses are "
+                f"compared with each other, so its dumps must be scored by one probe: materialize "
+                f"probe_loss of each of them with the same one (--select probe_loss --partition DUMP)")
 
-def loss_generations(root: Path, probes: list[str], dumps: list[str]) -> dict[str, dict[str, str]]:
-    """The published loss generation of each probe and dump that has one (for data versions)."""
-    found = {}
-    for probe in probes:
-        for dump in dumps:
-            record = generation_record_path(root, publication_name("probe_loss", probe, dump))
-            if record.is_file():
-                found.setdefault(probe, {})[dump] = json.loads(record.read_text())["generation"]
-    return found
+    def inputs(self) -> dict[str, dict]:
+        """The losses read, as a generation record's inputs: each with the probe that scored it."""
+        return {publication_name("probe_loss", probe, dump): input_entry(record, probe=scoring_identity(record))
+                for (probe, dump), record in self.records.items()}
 
 
-@contextmanager
-def refuse_a_plan_on_other_losses(name: str, root: Path, plan_record: dict, log: Log) -> Iterator[None]:
-    """Hold the loss generations the plan was made from still while the body builds on it;
-    refuse (naming the probe and dump) if one was re-published or changed underneath since."""
-    planned = plan_record["contents"].get("probe_generations", {})
-    changed = []
-    with ExitStack() as stack:
-        for probe, dumps in planned.items():
-            for dump, generation in dumps.items():
-                try:
-                    record = stack.enter_context(published_generation(root, publication_name("probe_loss", probe, dump), dump, log))
-                except PublishedOutputChanged as error:
-                    changed.append(f"{probe} of {dump} ({error})")
-                    continue
-                if record is None or record["generation"] != generation:
-                    now = "none" if record is None else record["generation"]
-                    changed.append(f"{probe} of {dump} (planned from generation {generation}, now {now})")
-        if changed:
-            raise dg.Failure(
-                f"Recipe {name}: the plan is stale, the probe losses it reweighted by changed since it "
-                f"was made: {'; '.join(changed[:5])}. Materialize the plan again (--select "
-                f"'mixture_plan*' --partition {name}). Nothing was published."
-            )
-        yield
+def _describe(identity: dict) -> str:
+    """A probe's identity, short: its model's sha256 (first 12) and settings, or its parameters."""
+    return ", ".join(f"{key} {str(value)[:12] if key == 'model_sha256' else value}"
+                     for key, value in sorted(identity.items()) if key != "name")

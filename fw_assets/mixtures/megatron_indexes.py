@@ -11,20 +11,20 @@ from fw_assets.mixtures.partitions import recipe_partitions
 from fw_assets.paths import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.contract import blend_errors, check_blend_error
-from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import blend_report, blend_table
-from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, refuse_a_stale_plan, tokenized_generations
+from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import MIXTURES_POOL, heavy_step
+from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs
 
 SQL = ()
 MODULES = (
@@ -53,17 +53,18 @@ MEGATRON_INDEXES_CHECK_SPECS = check_specs("megatron_indexes", INDEX_CHECKS, rec
 )
 def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesConfig, storage: FineWebStorage) -> Events:
     name, root, log = context.partition_key, storage.output_root, context.log.info
-    with published_generation(root, publication_name("mixture_plan", name), name, log) as plan_record:
+    with (
+        refusing_stale_inputs(),
+        checked_generation(root, publication_name("mixture_plan", name), name, log) as plan_record,
+    ):
         stages, tokenizer = _planned_stages(name, root, plan_record)
         refuse_an_edited_recipe(name, plan_record)
         workers = config.workers or usable_cores()
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
             staged_publication(root, publication_name("megatron_indexes", name), name, log) as staging,
-            tokenized_generations(root, tokenizer, log, list(plan_record["contents"]["tokenized_generations"])) as records,
-            refuse_a_plan_on_other_losses(name, root, plan_record, log),
+            tokenized_generations(root, tokenizer, log, planned_dumps(plan_record, tokenizer)) as records,
         ):
-            refuse_a_stale_plan(name, plan_record, records)
             cache = staging.path / "cache"
             errors = {}
             for stage in stages:
@@ -77,11 +78,13 @@ def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesC
             yield from report.refuse_if_blocked()
             staged_report = staging.path / "blend.md"
             staged_report.write_text(blend_report(name, stages, errors))
+            inputs = {publication_name("tokenized", tokenizer, dump): input_entry(record) for dump, record in records.items()}
             published = staging.publish(
                 {mixture_cache_dir(root, name): cache, blend_report_path(root, name): staged_report},
-                {"plan_generation": plan_record["generation"], "fingerprint": plan_record["contents"]["fingerprint"]},
+                {"fingerprint": plan_record["contents"]["fingerprint"]},
+                inputs={publication_name("mixture_plan", name): input_entry(plan_record), **inputs},
             )
-    yield report.materialization(_metadata(stages, errors, published, workers, root, name))
+    yield report.materialization(_metadata(stages, errors, published, workers, root, name), data_version(published))
 
 
 def _planned_stages(name: str, root: Path, plan_record: dict | None) -> tuple[list[StagePlan], str]:

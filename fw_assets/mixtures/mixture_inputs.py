@@ -10,7 +10,7 @@ import dagster as dg
 
 from fw_assets.mixtures.partitions import PER_RECIPE, current_recipe_files
 from fw_assets.mixtures.recipe_version import inputs_version
-from fw_assets.resources import FineWebStorage
+from fw_assets.resources import AnotherOutputFolder, FineWebStorage
 
 
 @dg.observable_source_asset(
@@ -21,6 +21,10 @@ from fw_assets.resources import FineWebStorage
 )
 def mixture_inputs(context: dg.AssetExecutionContext) -> dg.DataVersionsByPartition:
     storage: FineWebStorage = context.resources.storage
+    try:
+        storage.claim(context.instance)  # an observation describes the outputs of one folder
+    except AnotherOutputFolder as refused:
+        raise dg.Failure(description=str(refused)) from refused
     return dg.DataVersionsByPartition({
         name: dg.DataVersion(inputs_version(storage.output_root, path.read_bytes(), path))
         for name, path in current_recipe_files().items()

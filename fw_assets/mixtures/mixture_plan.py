@@ -25,7 +25,7 @@ from fw_assets.paths import (
     views_dir,
 )
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.publish import staged_publication
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.contract import (
@@ -53,7 +53,7 @@ from fw_assets.mixtures.report import (
     source_table,
     stage_table,
 )
-from fw_assets.mixtures.reweighted import highest_losses, text_starts
+from fw_assets.mixtures.reweighted import highest_losses, text_starts, tie_warning
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, tokenized_generations
 from fw_assets.mixtures.views import view_lengths, write_views
 from fw_assets.resources import FineWebStorage
@@ -117,16 +117,19 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
                 *reweight_outcomes(plan),
             ], kind="Recipe")
             _log_warnings(context, report)
+            for weighting in plan.reweighted:
+                if warning := tie_warning(weighting):
+                    context.log.warning(f"Recipe {name}: source {weighting.source}: {warning}")
             yield from report.refuse_if_blocked()
             freshness = freshness_markdown(rows, curriculum)
             text = _report_text(plan, figures, rows, freshness, root)
             used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
-            contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint,
-                        "tokenized_generations": {dump: records[dump]["generation"] for dump in used}}
-            if losses.generations:  # the losses it reweighted by: megatron_indexes refuses others
-                contents["probe_generations"] = losses.generations
-            staging.publish(_moves(root, name, plan, text, staging.path), contents)
-    yield report.materialization(_metadata(plan, figures, text, freshness, root))
+            contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint}
+            inputs = {publication_name("tokenized", recipe.tokenizer, dump):
+                      input_entry(records[dump], tokenizer=records[dump]["contents"]["tokenizer"]) for dump in used}
+            published = staging.publish(_moves(root, name, plan, text, staging.path), contents,
+                                        inputs={**inputs, **losses.inputs()})
+    yield report.materialization(_metadata(plan, figures, text, freshness, root), data_version(published))
 
 
 def _plan(recipe: Recipe, root: Path, records: dict, losses: HeldLosses) -> tuple[MixturePlan, dict]:
@@ -219,6 +222,7 @@ def _metadata(plan: MixturePlan, figures: dict, report: str, freshness: str, roo
             f"![probe losses of source {weighting.source}](data:image/png;base64,{encoded})")
         metadata[f"repeated_documents_{weighting.source}"] = int((weighting.weighting.repetitions > 1).sum())
         metadata[f"dropped_documents_{weighting.source}"] = int(weighting.weighting.dropped.sum())
+        metadata[f"dropped_by_id_among_equal_losses_{weighting.source}"] = weighting.weighting.tied_dropped
     for stage in plan.stages:
         metadata[f"megatron_args_{stage.name}"] = dg.MetadataValue.md(megatron_args_block(stage))
         metadata[f"sources_{stage.name}"] = dg.MetadataValue.md(source_table(stage, figures[stage.name]))

@@ -8,18 +8,18 @@ import dagster as dg
 from fw_assets.paths import mixture_cache_dir, packed_root, publication_name
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import Log, published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
-from fw_assets.mixtures.loss_inputs import refuse_a_plan_on_other_losses
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.packing import write_packed
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
-from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, refuse_a_stale_plan, tokenized_generations
+from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import MIXTURES_POOL, heavy_step
+from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs, writing_step
 
 SQL = ()
 MODULES = (
@@ -43,32 +43,35 @@ MODULES = (
 def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
-        published_generation(root, publication_name("mixture_plan", name), name, log) as plan_record,
-        published_generation(root, publication_name("megatron_indexes", name), name, log) as indexes_record,
+        refusing_stale_inputs(),
+        checked_generation(root, publication_name("mixture_plan", name), name, log) as plan_record,
+        checked_generation(root, publication_name("megatron_indexes", name), name, log) as indexes_record,
     ):
         plan, stages = _built_plan(name, root, plan_record, indexes_record)
         refuse_an_edited_recipe(name, plan_record)
         if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
-            _remove_an_earlier_export(name, root, log)
+            with writing_step(context, root, SpaceNeed(0, "nothing: an earlier export is removed")):
+                _remove_an_earlier_export(name, root, log)
             log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")
             return
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
             staged_publication(root, publication_name("packed", name), name, log) as staging,
-            tokenized_generations(root, plan["tokenizer"], log,
-                                  list(plan_record["contents"]["tokenized_generations"])) as records,
-            refuse_a_plan_on_other_losses(name, root, plan_record, log),
+            tokenized_generations(root, plan["tokenizer"], log, planned_dumps(plan_record, plan["tokenizer"])) as records,
         ):
-            refuse_a_stale_plan(name, plan_record, records)
             rows = {}
             for stage in stages:
                 log(f"Packing stage {stage.name}: {stage.num_samples[0]:,} samples of {stage.seq_length} tokens")
                 files = write_packed(stage, mixture_cache_dir(root, name), staging.path / "packed" / stage.name)
                 rows[stage.name] = (stage.num_samples[0], len(files))
-            published = staging.publish({packed_root(root, name): staging.path / "packed"},
-                                        {"plan_generation": plan_record["generation"],
-                                         "indexes_generation": indexes_record["generation"]})
-    yield dg.MaterializeResult(metadata={
+            inputs = {publication_name("tokenized", plan["tokenizer"], dump): input_entry(record)
+                      for dump, record in records.items()}
+            published = staging.publish(
+                {packed_root(root, name): staging.path / "packed"}, {"rows": sum(r for r, _ in rows.values())},
+                inputs={publication_name("mixture_plan", name): input_entry(plan_record),
+                        publication_name("megatron_indexes", name): input_entry(indexes_record), **inputs},
+            )
+    yield dg.MaterializeResult(data_version=dg.DataVersion(data_version(published)), metadata={
         "packed": dg.MetadataValue.path(str(packed_root(root, name))),
         "bytes": dg.MetadataValue.int(sum(published["files"].values())),
         "stages": dg.MetadataValue.md(table(["stage", "rows", "files"], [(s, *r) for s, r in rows.items()])),
@@ -78,13 +81,11 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
 
 def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record: dict | None
                 ) -> tuple[dict, list[StagePlan]]:
-    """plan.json and its stages, once its caches are built from this very plan."""
+    """plan.json and its stages (the indexes' record names the plan they were built from: an
+    earlier plan's is refused as stale)."""
     if plan_record is None or indexes_record is None:
         raise dg.Failure(f"Recipe {name}: no published plan or indexes; materialize `mixture_plan*` "
                          f"first (--partition {name}). Nothing was published.")
-    if indexes_record["contents"]["plan_generation"] != plan_record["generation"]:
-        raise dg.Failure(f"Recipe {name}: the indexes were built from an earlier plan; materialize "
-                         f"`megatron_indexes` again (--partition {name}). Nothing was published.")
     plan = read_plan(root, name)
     return plan, planned_stages(plan)
 
@@ -94,7 +95,7 @@ def _remove_an_earlier_export(name: str, root: Path, log: Log) -> None:
     if packed_root(root, name).exists():
         with staged_publication(root, publication_name("packed", name), name, log) as staging:
             staging.publish({packed_root(root, name): None},
-                            {"removed": "the recipe no longer asks for export: packed"})
+                            {"removed": "the recipe no longer asks for export: packed"}, inputs={})
         log(f"Removed {packed_root(root, name)}: written for an earlier plan of the recipe.")
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
-from fw_assets.paths import shipped_recipes_dir
-from fw_assets.mixtures.recipe import NAME_RULE, is_safe_name
+from fw_assets.paths import NAME_RULE, is_safe_name, shipped_recipes_dir
 
 logger = logging.getLogger(__name__)
 

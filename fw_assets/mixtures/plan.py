@@ -29,7 +29,13 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import (
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings, split_matrix
 from fw_assets.mixtures.megatron.utils import SPLITS, normalize
 from fw_assets.mixtures.recipe import Phase, Recipe, RecipeError, Source, Stage
-from fw_assets.mixtures.reweighted import LossReader, SourceReweighting, reweight_sources, whole_file_documents
+from fw_assets.mixtures.reweighted import (
+    HeldOutDropped,
+    LossReader,
+    SourceReweighting,
+    reweight_sources,
+    whole_file_documents,
+)
 from fw_assets.mixtures.views import DocumentPools, ViewSelection
 
 
@@ -137,10 +143,11 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     stages, views = [], []
     pools = DocumentPools(recipe.megatron.seed, split_matrix(recipe.megatron.split))
     reweighted = reweight_sources(recipe, files, read_losses)
+    limits = SizeLimits(recipe, *settings.mixture_limits())
+    limits.check_reweighted(reweighted.values())
     for weighting in reweighted.values():
         for file in weighting.files:
             pools.reweight(file.path, weighting.repetitions(file))
-    limits = SizeLimits(recipe, *settings.mixture_limits())
     for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
@@ -182,6 +189,8 @@ def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage:
             repetitions = weighting.repetitions(file)
             try:
                 documents, train = whole_file_documents(file.documents, repetitions, splits)
+            except HeldOutDropped as error:
+                raise _drop_refused(recipe, file, error) from error
             except ValueError as error:
                 raise RecipeError(recipe.path, "megatron.split", f"{file.path}: {error}") from error
             lengths = IndexedDatasetReader(Path(file.path)).sequence_lengths
@@ -195,6 +204,14 @@ def _whole_file_views(recipe: Recipe, output_root: Path, data_root: Path, stage:
     return selections
 
 
+def _drop_refused(recipe: Recipe, file: TokenFile, error: HeldOutDropped) -> RecipeError:
+    """The drop, not the split, is what emptied a held-out split of a reweighted file's view."""
+    share = next(s.reweight.drop_top_share for s in recipe.sources if s.name == file.source)
+    return RecipeError(recipe.path, f"sources.{file.source}.reweight.drop_top_share", (
+        f"{file.path}: the drop of the top {share:.0%} by loss {error}: lower drop_top_share, or hold "
+        "more documents out (megatron.split)"))
+
+
 class SizeLimits:
     """What a recipe implies, figured from its sample counts and the token files' counts before
     anything is allocated: the memory of one stage's index build (the largest part of which is also
@@ -203,6 +220,23 @@ class SizeLimits:
     def __init__(self, recipe: Recipe, memory_gib: float, disk_gib: float) -> None:
         self.recipe, self.memory_gib, self.disk_gib = recipe, memory_gib, disk_gib
         self.disk = 0
+
+    def check_reweighted(self, reweighted) -> None:
+        """The views of reweighted sources, before any is listed: each lists a document its
+        repetitions times (memory: its positions and lengths, ~16 bytes an entry, for every stage;
+        disk: ~48 bytes an entry of a whole-file view, written for every stage)."""
+        stages, memory = len(self.recipe.stages()), 0
+        for weighting in reweighted:
+            listed = int(weighting.weighting.repetitions.sum(dtype=np.int64)) * stages
+            memory += 16 * listed
+            self.disk += 0 if self.recipe.fresh_documents else 48 * listed  # fresh views: counted by `check`
+            for what, needed, limit, env in (("memory", memory, self.memory_gib, settings.MAX_MEMORY_ENV),
+                                             ("disk", self.disk, self.disk_gib, settings.MAX_DISK_ENV)):
+                if needed > limit * 2**30:
+                    raise RecipeError(self.recipe.path, f"sources.{weighting.source}.reweight", (
+                        f"{listed:,} document entries over {stages} stage(s) need about {needed / 2**30:,.2f} GiB of "
+                        f"{what} for the views listing its documents as often as the reweighting says, over the limit "
+                        f"of {limit:g} GiB ({env}): lower max_multiplier, or raise the limit if this host has it"))
 
     def check(self, phase: Phase, stage: Stage, members: tuple[Member, ...], samples: int) -> None:
         """`samples`: the stage's train, valid and test samples together."""
@@ -237,6 +271,8 @@ def _stage_views(recipe: Recipe, output_root: Path, data_root: Path, pools: Docu
         view = TokenFile(file.source, file.bucket, file.dump, str(path), str(prefix), 0, 0)
         try:
             selections.append(pools.select(stage.name, file, view, phase.min_doc_tokens, samples, phase.seq_length))
+        except HeldOutDropped as error:
+            raise _drop_refused(recipe, file, error) from error
         except ValueError as error:
             key = f"phases[{recipe.phases.index(phase)}].min_doc_tokens" if phase.min_doc_tokens else "megatron.split"
             raise RecipeError(recipe.path, key, str(error)) from error

@@ -5,23 +5,20 @@ the key.
 
 import hashlib
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import parse_split
+from fw_assets.mixtures.reweighting import MAX_MULTIPLIER
+from fw_assets.paths import NAME_RULE, is_safe_name
 from fw_assets.sampling_policy import SEED_POLICY
 
 # Megatron-Core 0.16's `unique_identifiers` of `--tokenizer-type NullTokenizer --vocab-size N`
 NULL_TOKENIZER_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"
 DEFAULT_SEED = 1234
 EXPORTS = ("packed",)
-# Recipe stems, tokenizer, source and phase names become folder and file names: one strict pattern,
-# checked when the recipe is read, so that no path is built from a name like `../demo/main`.
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-NAME_RULE = f"must match {NAME_PATTERN.pattern} and hold no '..' (it becomes a path; no path is built from another name)"
 # Megatron's GPTDataset keeps offsets into documents in int32: a sample longer than that cannot be addressed.
 MAX_SEQ_LENGTH = 2**31 - 2
 
@@ -34,12 +31,9 @@ class RecipeError(ValueError):
         self.path, self.key, self.problem = path, key, problem
 
 
-def is_safe_name(name: str) -> bool:
-    """True when `name` may become a folder or file name (see NAME_PATTERN)."""
-    return NAME_PATTERN.fullmatch(name) is not None and ".." not in name
-
-
 def _checked_name(path: Path, key: str, name: str) -> str:
+    """Recipe stems, tokenizer, source and phase names become folder and file names: checked when
+    the recipe is read, so that no path is built from a name like `../demo/main`."""
     if not is_safe_name(name):
         raise RecipeError(path, key, f"{name!r} {NAME_RULE}")
     return name
@@ -263,6 +257,10 @@ def _reweight(path: Path, key: str, buckets: tuple[str, ...], source: "_Fields")
     if not multiplier >= 1:
         raise RecipeError(path, f"{key}.max_multiplier", f"{multiplier} is below 1: a document is never weighed "
                           "below its plain share, so the cap must be at least 1")
+    if multiplier > MAX_MULTIPLIER:
+        raise RecipeError(path, f"{key}.max_multiplier", f"{multiplier:g} is above {MAX_MULTIPLIER:g}: repeated data "
+                          f"is worth little more after about {MAX_MULTIPLIER:g} passes (Muennighoff et al. 2023), so "
+                          f"the cap is at most {MAX_MULTIPLIER:g}")
     if not 0 <= share < 0.5:
         raise RecipeError(path, f"{key}.drop_top_share", f"{share} is outside [0, 0.5): the share of the "
                           "source's documents with the highest losses to drop")

@@ -11,10 +11,10 @@ import numpy as np
 
 from fw_assets.contracts.findings import CheckOutcome
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
-from fw_assets.lib.markdown import table
+from fw_assets.lib.markdown import literal, table
 from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
-from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses
+from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses, tie_warning
 
 
 def megatron_args_text(stage: StagePlan) -> str:
@@ -41,7 +41,8 @@ def stage_table(stages: Sequence[StagePlan]) -> str:
 
 
 def source_table(stage: StagePlan, figures: Sequence[MemberFigures]) -> str:
-    """Per source, train split: files, tokens available, target share, samples drawn, epochs."""
+    """Per source, train split: files, the tokens of their train split as the blend reads them (a
+    reweighted document once per repetition), target share, samples drawn, epochs."""
     train = [f for f in figures if f.split == "train"]
     epochs = source_epochs(figures, stage.seq_length)
     rows = []
@@ -49,14 +50,14 @@ def source_table(stage: StagePlan, figures: Sequence[MemberFigures]) -> str:
         mine = [f for f in train if f.source == source]
         rows.append((source, len(mine), sum(f.tokens for f in mine), share,
                      sum(f.samples_drawn for f in mine), epochs.get(source, 0.0)))
-    return table(["source", "prefixes", "train tokens available", "target share", "samples drawn", "epochs"], rows)
+    return table(["source", "prefixes", "train-split tokens (repeats counted)", "target share", "samples drawn", "epochs"], rows)
 
 
 def prefix_table(figures: Sequence[MemberFigures]) -> str:
-    """Per prefix and split: tokens available, target share, samples drawn and built, epochs."""
+    """Per prefix and split: the split's tokens, target share, samples drawn and built, epochs."""
     rows = [(f.split, f.source, f.bucket, f.dump, f.tokens, f.target_share, f.samples_drawn,
              f.samples_built, f.epochs) for f in figures]
-    return table(["split", "source", "bucket", "dump", "tokens available", "target share",
+    return table(["split", "source", "bucket", "dump", "tokens in the split", "target share",
                   "samples drawn", "samples built", "epochs"], rows)
 
 
@@ -97,8 +98,10 @@ def blend_report(recipe: str, stages: Sequence[StagePlan], errors: Mapping[str, 
 
 
 def freshness_markdown(rows: list[SourceStage], outcomes: list[CheckOutcome]) -> str:
-    """The report's per-source section and the checks' outcomes."""
-    lines = ["| stage | source | tokens available | tokens drawn | epochs | seen before | unread after |",
+    """The report's per-source section (tokens drawn against the distinct tokens the stage may read:
+    each document once, a view's train documents or a whole file's documents) and the checks'
+    outcomes."""
+    lines = ["| stage | source | distinct tokens it may read | tokens drawn | epochs | seen before | unread after |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         seen = "n/a" if r.seen_share is None else f"{r.seen_share:.1%}"
@@ -152,6 +155,7 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
                   f"Probe `{rule.probe}`, buckets {', '.join(rule.buckets)}: {w.documents:,} documents, typical "
                   f"(median) loss {result.typical_loss:.3f} nats/token; multiplier = loss / typical, clipped to "
                   f"[1, {rule.max_multiplier:g}]; the top {rule.drop_top_share:.1%} by loss dropped.", "",
+                  *([f"**Warning:** {warning}.", ""] if (warning := tie_warning(w)) else []),
                   f"![losses of {w.source}]({pictures[w.source]})", "",
                   table(["", "documents", "share", "tokens", "mean loss"], [
                       _group_row("dropped (highest loss)", w, result.dropped),
@@ -218,7 +222,7 @@ def _multiplier_table(multipliers: np.ndarray, repetitions: np.ndarray) -> str:
 
 
 def _cell(text: str | None) -> str:
-    return "(text not published)" if text is None else " ".join(text.split()).replace("|", "\\|")
+    return "(text not published)" if text is None else literal(text)
 
 
 def plot_losses(weighting: SourceReweighting, path: Path) -> Path:

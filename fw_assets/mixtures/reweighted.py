@@ -24,6 +24,7 @@ from fw_assets.paths import bucket_dump_dir, docs_path
 from fw_assets.formats.doc_index import document_ids, read_document_index
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
 from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetition_hashes, reweight
 
@@ -34,6 +35,10 @@ from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetiti
 LossReader = Callable[[str, str, str], Iterable[pa.RecordBatch]]
 
 # TokenFile and ViewSelection are fw_assets.mixtures.plan's and views' (plan imports this module).
+
+
+class HeldOutDropped(ValueError):
+    """The drop of the highest losses left a held-out split of a view without a document."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,17 @@ class _FileIds:
         return found.tolist()
 
 
+def tie_warning(weighting: SourceReweighting) -> str | None:
+    """What to tell when the drop's cut fell among equal losses (None otherwise): which of those
+    documents were dropped is the order of their ids, not anything the probe said."""
+    result = weighting.weighting
+    if not result.tied_at_cut:
+        return None
+    return (f"{result.tied_at_cut:,} documents share the loss {result.cut.loss:.4g} at the cut of the top "
+            f"{weighting.reweight.drop_top_share:.1%}: {result.tied_dropped:,} of them were dropped by the order of "
+            f"their ids, not by their loss (the probe cannot tell them apart)")
+
+
 def whole_file_documents(documents: int, repetitions: np.ndarray,
                          splits: Sequence[tuple[float, float] | None]) -> tuple[np.ndarray, int]:
     """A reweighted file's view without fresh documents: (the documents it lists, how many are its
@@ -178,14 +194,14 @@ def whole_file_documents(documents: int, repetitions: np.ndarray,
     train = np.repeat(own[0], repetitions[own[0]])
     count = _count_with_train(len(train), splits[0][1])
     parts = [train]
-    for bounds, plain in zip(splits[1:], own[1:]):
+    for split, bounds, plain in zip(SPLITS[1:], splits[1:], own[1:]):
         if bounds is None:
             continue
         kept = plain[repetitions[plain] > 0]
         begin, end = split_documents(bounds, count)
         if end > begin and not len(kept):
-            raise ValueError(f"the file has no held-out document left for a split of its view "
-                             f"({len(plain)} held out, all dropped as highest-loss)")
+            raise HeldOutDropped(f"left no held-out document for the {split} split of its view "
+                                 f"({len(plain)} held out, all among the dropped)")
         parts.append(kept[np.arange(end - begin) % max(len(kept), 1)])
     return np.concatenate(parts), len(train)
 

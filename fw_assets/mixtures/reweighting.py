@@ -30,6 +30,17 @@ IdReader = Callable[[np.ndarray], list[str]]
 HIGHEST = 10  # the highest-loss documents a reweighting names
 
 
+# The cap's ceiling. A multiplier repeats a document within one pass over its source; data repeated
+# up to about 4 epochs trains almost as well as unique data, and beyond that the value of each
+# repetition falls off fast (Muennighoff et al. 2023, "Scaling Data-Constrained Language Models";
+# the recipes' `epochs` check warns above 4 passes for the same reason).
+MAX_MULTIPLIER = 4.0
+# Below this median loss (nats per token: the probe gives the typical token 99 % or more) the probe
+# has seen these texts or is broken: a language model on web text is at 2-3, the bigram probe at 5-7;
+# every multiplier would be its loss's noise over a vanishing median.
+MIN_TYPICAL_LOSS = 0.01
+
+
 class ReweightingRefused(ValueError):
     """The arguments or the losses cannot be reweighted; the message says which and why."""
 
@@ -43,20 +54,38 @@ class Reweighting:
     max_multiplier: float
     highest: np.ndarray  # positions of the HIGHEST highest losses, from the highest down, ties by id
     highest_ids: tuple[str, ...]  # their ids
+    cut: "DropCut"
 
     @property
     def dropped(self) -> np.ndarray:
         return self.repetitions == 0
 
+    @property
+    def tied_at_cut(self) -> int:
+        """Documents sharing the loss where the drop stops (0: the cut is between two losses)."""
+        return self.cut.tied
+
+    @property
+    def tied_dropped(self) -> int:
+        """Of those, how many were dropped: chosen by id, not by loss."""
+        return self.cut.tied_dropped
+
     def multipliers_in_place(self, losses: np.ndarray) -> np.ndarray:
         """`losses` (float64) turned into their multipliers: the same values as `multipliers`,
         without a second array of the losses' size."""
-        if not self.typical_loss > 0:
-            losses[:] = 1.0
-            return losses
         with np.errstate(divide="ignore", invalid="ignore"):
             losses /= self.typical_loss
         return np.clip(losses, 1.0, self.max_multiplier, out=losses)
+
+
+@dataclass(frozen=True)
+class DropCut:
+    """The top share's edge: its positions, the loss at the cut, and the documents tied there."""
+
+    positions: np.ndarray  # of the dropped documents, in position order
+    loss: float  # the lowest loss dropped (nan: nothing dropped)
+    tied: int = 0  # documents with that loss, when the cut falls among them (0 otherwise)
+    tied_dropped: int = 0  # of those, how many were dropped
 
 
 def repetition_hashes(ids: pa.Array | pa.ChunkedArray, seed: int) -> np.ndarray:
@@ -68,10 +97,14 @@ def reweight(
     losses: np.ndarray, hashes: np.ndarray, max_multiplier: float, drop_top_share: float, ids: IdReader
 ) -> Reweighting:
     """Each document's repetitions under the rule above, from its loss and repetition hash;
-    refuses M < 1, S outside [0, 0.5) and losses that are NaN or infinite (naming the ids)."""
+    refuses M outside [1, MAX_MULTIPLIER], S outside [0, 0.5), losses that are NaN or infinite
+    (naming the ids) and a median loss under MIN_TYPICAL_LOSS."""
     losses = np.asarray(losses, dtype=np.float64)
     if not max_multiplier >= 1:
         raise ReweightingRefused(f"max_multiplier must be at least 1 (a document is never weighed below its plain share), got {max_multiplier}")
+    if max_multiplier > MAX_MULTIPLIER:
+        raise ReweightingRefused(f"max_multiplier must be at most {MAX_MULTIPLIER:g} (data repeated more than a few "
+                                 f"times is worth little more), got {max_multiplier:g}")
     if not 0 <= drop_top_share < 0.5:
         raise ReweightingRefused(f"drop_top_share must be in [0, 0.5), got {drop_top_share}")
     if len(hashes) != len(losses):
@@ -81,23 +114,27 @@ def reweight(
         examples = ids(np.flatnonzero(bad)[:5])
         raise ReweightingRefused(f"{count_rows(int(bad.sum()))} with a NaN or infinite loss (ids {', '.join(examples)}): re-run `probe_loss` for their dumps")
     del bad
-    typical = float(np.median(losses)) if len(losses) else 0.0
+    typical = float(np.median(losses)) if len(losses) else MIN_TYPICAL_LOSS
+    if typical < MIN_TYPICAL_LOSS:
+        raise ReweightingRefused(
+            f"the median loss is {typical:.3g} nats per token, under {MIN_TYPICAL_LOSS:g}: the probe predicts these "
+            f"documents almost perfectly (it was trained on them, or it is broken), so its losses cannot tell "
+            f"them apart; score them with another probe")
     repetitions = np.empty(len(losses), _repetition_type(max_multiplier))
     for start in range(0, len(losses), _CHUNK):  # a chunk at a time: a few bytes a document at most
         part = slice(start, start + _CHUNK)
         repetitions[part] = _whole_repetitions(multipliers(losses[part], typical, max_multiplier), hashes[part])
-    repetitions[highest_positions(losses, int(np.floor(drop_top_share * len(losses))), ids)] = 0  # the top share S
+    cut = drop_cut(losses, int(np.floor(drop_top_share * len(losses))), ids)
+    repetitions[cut.positions] = 0  # the top share S
     highest = ordered_highest(losses, min(HIGHEST, len(losses)), ids)
-    return Reweighting(repetitions, typical, max_multiplier, highest, tuple(ids(highest)))
+    return Reweighting(repetitions, typical, max_multiplier, highest, tuple(ids(highest)), cut)
 
 
 _CHUNK = 1 << 20
 
 
 def multipliers(losses: np.ndarray, typical: float, max_multiplier: float) -> np.ndarray:
-    """clip(loss / typical, 1, M) of each loss (all 1 when the typical loss is not positive)."""
-    if not typical > 0:
-        return np.ones_like(losses)
+    """clip(loss / typical, 1, M) of each loss (typical is positive: `reweight` refuses less)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = losses / typical
     return np.clip(ratio, 1.0, max_multiplier, out=ratio)
@@ -115,24 +152,25 @@ def _repetition_type(max_multiplier: float) -> np.dtype:
     return np.min_scalar_type(int(min(most, np.iinfo(np.uint64).max)))
 
 
-def highest_positions(losses: np.ndarray, count: int, ids: IdReader) -> np.ndarray:
-    """Positions of the `count` highest losses (ties by id, then position), in position order. One
-    partition of a copy of the losses finds the edge; ids are read only for ties at the edge."""
+def drop_cut(losses: np.ndarray, count: int, ids: IdReader) -> DropCut:
+    """The `count` highest losses (ties by id, then position). One partition of a copy of the
+    losses finds the edge; ids are read only for ties at the edge."""
     if count <= 0:
-        return np.zeros(0, np.int64)
+        return DropCut(np.zeros(0, np.int64), float("nan"))
     edge = np.partition(losses, len(losses) - count)[len(losses) - count]  # the count-th highest
     above = np.flatnonzero(losses > edge)
     tied = np.flatnonzero(losses == edge)
     wanted = count - len(above)
-    if wanted < len(tied):
-        names = ids(tied)
-        tied = tied[sorted(range(len(tied)), key=lambda i: names[i])[:wanted]]  # stable: positions rise
-    return np.sort(np.concatenate([above, tied]))
+    if wanted == len(tied):
+        return DropCut(np.sort(np.concatenate([above, tied])), float(edge))
+    names = ids(tied)
+    chosen = tied[sorted(range(len(tied)), key=lambda i: names[i])[:wanted]]  # stable: positions rise
+    return DropCut(np.sort(np.concatenate([above, chosen])), float(edge), len(tied), wanted)
 
 
 def ordered_highest(losses: np.ndarray, count: int, ids: IdReader) -> np.ndarray:
     """The `count` highest losses' positions from the highest down, ties by id, then position."""
-    chosen = highest_positions(losses, count, ids)
+    chosen = drop_cut(losses, count, ids).positions
     names = ids(chosen)
     order = sorted(range(len(chosen)), key=lambda i: (-losses[chosen[i]], names[i]))
     return chosen[order]

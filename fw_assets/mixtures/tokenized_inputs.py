@@ -1,6 +1,6 @@
 """The token files a recipe reads, as the mixture assets share them: the dependency on `tokenized`
-of every dump, the published generations held still while a step reads them, and the refusal to
-build over token files re-published since the plan was made."""
+of every dump, and the published generations held still while a step reads them, each refused if it
+is stale (fw_assets.formats.lineage)."""
 
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.paths import generation_record_path, publication_name
-from fw_assets.lib.publish import Log, published_generation
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import Log
 from fw_assets.partitions import dump_partitions
+from fw_assets.paths import generation_record_path, publication_name
 
 # A recipe reads the token files of every dump its sources match: each recipe depends on `tokenized`
 # of all dumps. Dagster does not follow data versions across 100 or more upstream partitions, so
@@ -32,23 +33,13 @@ def tokenized_generations(
     with ExitStack() as stack:
         records = {}
         for dump in dumps:
-            record = stack.enter_context(published_generation(root, publication_name("tokenized", tokenizer, dump), dump, log))
+            record = stack.enter_context(checked_generation(root, publication_name("tokenized", tokenizer, dump), dump, log))
             if record is not None:
                 records[dump] = record
         yield records
 
 
-def refuse_a_stale_plan(name: str, plan_record: dict, records: dict[str, dict]) -> None:
-    """The plan's weights and document counts come from the token files it read: refuse to build
-    over token files re-published since."""
-    planned = plan_record["contents"]["tokenized_generations"]
-    changed = [f"{dump} (planned from generation {generation}, now "
-               f"{records[dump]['generation'] if dump in records else 'none'})"
-               for dump, generation in planned.items()
-               if dump not in records or records[dump]["generation"] != generation]
-    if changed:
-        raise dg.Failure(
-            f"Recipe {name}: the plan is stale, these dumps were re-tokenized since it was made: "
-            f"{', '.join(changed[:5])}. Materialize the plan again (--select 'mixture_plan*' "
-            f"--partition {name}). Nothing was published."
-        )
+def planned_dumps(record: dict, tokenizer: str) -> list[str]:
+    """The dumps whose token files an output of a recipe was made from (its record's inputs)."""
+    prefix = publication_name("tokenized", tokenizer, "")
+    return sorted(name.removeprefix(prefix) for name in record["inputs"] if name.startswith(prefix))

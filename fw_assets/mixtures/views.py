@@ -34,6 +34,7 @@ from fw_assets.lib.string_hashes import blake2b_64_strings
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.gpt_dataset import EXTRA_TOKEN
 from fw_assets.mixtures.megatron.utils import SPLITS
+from fw_assets.mixtures.reweighted import HeldOutDropped
 
 # TokenFile and MixturePlan below are fw_assets.mixtures.plan's, which imports this module (not
 # the other way round: the import graph has no cycles); annotations are not evaluated.
@@ -88,11 +89,12 @@ class DocumentPools:
         self._order[path], self._split_of[path] = order, split_of
         self._uses[path] = np.zeros(len(order), dtype=np.int32)
 
-    def _documents(self, path: str, split: int, min_doc_tokens: int) -> np.ndarray:
-        """The file's documents of `split` at least `min_doc_tokens` long, in seeded order (int32)."""
+    def _documents(self, path: str, split: int, min_doc_tokens: int, dropped_too: bool = False) -> np.ndarray:
+        """The file's documents of `split` at least `min_doc_tokens` long, in seeded order (int32;
+        without those a reweighting dropped, unless `dropped_too`)."""
         self._load(path)
         wanted = (self._split_of[path] == split) & (self._lengths[path] >= min_doc_tokens)
-        if path in self._repetitions:
+        if path in self._repetitions and not dropped_too:
             wanted &= self._repetitions[path] > 0
         order = self._order[path]
         return order[wanted[order]]
@@ -136,6 +138,9 @@ class DocumentPools:
 
     def _held_out(self, path: str, split: int, min_doc_tokens: int, stage: str) -> np.ndarray:
         held = self._documents(path, split, min_doc_tokens)
+        if not len(held) and len(self._documents(path, split, min_doc_tokens, dropped_too=True)):
+            raise HeldOutDropped(f"left no held-out document for the {SPLITS[split]} split of stage {stage} "
+                                 f"(all of at least {min_doc_tokens} tokens among the dropped)")
         if not len(held):
             raise ValueError(f"{path}: no document of at least {min_doc_tokens} tokens held out for the "
                              f"{SPLITS[split]} split of stage {stage} (the file is too small for the split)")

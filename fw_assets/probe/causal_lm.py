@@ -1,8 +1,10 @@
 """The model probe: a local Hugging Face causal language model scoring texts with its own tokenizer.
 
 Loaded from a directory written by `save_pretrained` (config, weights, tokenizer files), never from
-a hub. Each text is encoded, prefixed with the tokenizer's BOS token (else its EOS token) so its
-first token is scored too, and cut after `max_tokens` scored tokens (counted as truncated).
+a hub. Each text is encoded (from a prefix long enough, never whole: a document of any length costs
+the memory of a few thousand characters), prefixed with the tokenizer's BOS token (else its EOS
+token) so its first token is scored too, and cut after `max_tokens` scored tokens (counted as
+truncated).
 Documents are sorted by length and batched so that a batch holds at most `batch_tokens` padded
 tokens: memory is about the model plus batch_tokens x vocabulary x 4 bytes of logits, whatever the
 dump's size. `device` is `cpu` or `cuda` (`cuda:N`); on CUDA the model runs in its saved dtype.
@@ -13,6 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.probe.probes import ProbeSpec
+
+
+# A text longer than a model probe reads is encoded from a prefix: 8 characters a token to begin
+# with (tokens of web text average about 4), and MARGIN_TOKENS past max_tokens, so that the cut
+# never changes a token that is scored.
+CHARACTERS_PER_TOKEN = 8
+MARGIN_TOKENS = 32
 
 
 class NotAModel(ValueError):
@@ -41,6 +50,7 @@ class CausalLM:
         self.max_tokens, self.batch_tokens = spec.max_tokens, spec.batch_tokens
         self.prefix = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         self._refuse_a_context_too_short(spec)
+        self._refuse_ids_without_embeddings(spec)
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise NotAModel(
                 f"Probe {spec.name}: device {spec.device!r} was asked for, but torch sees no CUDA device here "
@@ -62,9 +72,20 @@ class CausalLM:
                 f"at most {positions - (self.prefix is not None)}; nothing was published."
             )
 
+    def _refuse_ids_without_embeddings(self, spec: ProbeSpec) -> None:
+        """A token id beyond the model's embedding would fail mid-run (IndexError on CPU, a device
+        assert on CUDA): a tokenizer and a model that do not belong together."""
+        ids, rows = len(self.tokenizer), self.model.get_input_embeddings().num_embeddings
+        if ids > rows:
+            raise NotAModel(
+                f"Probe {spec.name}: the tokenizer in {spec.model_dir} has {ids} token ids, but the model's embedding "
+                f"has {rows} rows: ids {rows} and above cannot be scored. The tokenizer files and the weights "
+                "belong to different models; save both from one (save_pretrained); nothing was published."
+            )
+
     def score(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per text: tokens scored, summed NLL (nats), UTF-8 bytes of the scored text, truncated."""
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        encoded = self._encode_beginnings(texts)
         truncated = np.array([len(ids) > self.max_tokens for ids in encoded], bool)
         kept = [ids[: self.max_tokens] for ids in encoded]
         nbytes = np.array(
@@ -77,6 +98,26 @@ class CausalLM:
         for batch in self._batches(sequences):
             nll[batch] = self._summed_nll([sequences[i] for i in batch])
         return tokens, nll, nbytes, truncated
+
+    def _encode_beginnings(self, texts: list[str]) -> list[list[int]]:
+        """Each text's tokens, encoded from a beginning of the text just long enough: the text
+        whole when it has at most max_tokens tokens, else a prefix with MARGIN_TOKENS more than
+        max_tokens (a cut changes only the tokens of the word it falls in), so that memory stays
+        that of a few thousand characters whatever a document's length. The prefix starts at
+        CHARACTERS_PER_TOKEN characters a token and doubles while it holds too few tokens."""
+        encoded: list[list[int]] = [[] for _ in texts]
+        pending, characters = list(range(len(texts))), CHARACTERS_PER_TOKEN * (self.max_tokens + MARGIN_TOKENS)
+        while pending:
+            found = self.tokenizer([texts[i][:characters] for i in pending], add_special_tokens=False)["input_ids"]
+            waiting = []
+            for i, ids in zip(pending, found):
+                whole = len(texts[i]) <= characters
+                if whole or len(ids) > self.max_tokens + MARGIN_TOKENS:
+                    encoded[i] = ids if whole else ids[: self.max_tokens + 1]  # one more: truncated
+                else:
+                    waiting.append(i)
+            pending, characters = waiting, characters * 2
+        return encoded
 
     def _batches(self, sequences: list[list[int]]) -> list[list[int]]:
         """Indices of sequences, longest first, grouped to at most batch_tokens padded tokens."""

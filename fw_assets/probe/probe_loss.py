@@ -23,7 +23,8 @@ from fw_assets.paths import (
 )
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import dump_partitions
 from fw_assets.sampling_policy import SEED_POLICY
@@ -88,8 +89,8 @@ def probe_loss(
     with (
         heavy_step(context, root, TOKENIZER_POOL, SPACE),
         staged_publication(root, publication_name("probe_loss", spec.name, dump), dump, log) as staging,
-        published_generation(root, publication_name("tokenized", probe.tokenizer, dump), dump, log) as tokens,
-        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+        checked_generation(root, publication_name("tokenized", probe.tokenizer, dump), dump, log) as tokens,
+        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
     ):
         buckets = _bucket_documents(root, dump, probe.tokenizer, tokens, bucketed_record, staging.path)
         total = sum(tokens["contents"]["documents"].values())
@@ -101,10 +102,14 @@ def probe_loss(
             "probe": {**identity, **({"reference_sha256": reference} if reference else {})},
             "documents": {b: w.documents for b, w in written.items()},
             "truncated": {b: w.truncated for b, w in written.items()},
-            "tokenized_generation": tokens["generation"],
         }
-        staging.publish(_moves(root, spec.name, dump, buckets, written), contents)
-    yield report.materialization(_metadata(written, contents["probe"], time.monotonic() - started, probe_dir(root, spec.name)))
+        inputs = {  # the documents scored are the token files'; the model probe reads their texts
+            publication_name("tokenized", probe.tokenizer, dump): input_entry(tokens, tokenizer=tokens["contents"]["tokenizer"]),
+            publication_name("bucketed", dump): input_entry(bucketed_record),
+        }
+        published = staging.publish(_moves(root, spec.name, dump, buckets, written), contents, inputs=inputs)
+    metadata = _metadata(written, contents["probe"], time.monotonic() - started, probe_dir(root, spec.name))
+    yield report.materialization(metadata, data_version(published))
 
 
 def _bucket_documents(

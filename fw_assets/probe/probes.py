@@ -8,23 +8,20 @@ its losses stale.
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from fw_assets.paths import NAME_RULE, is_safe_name
 from fw_assets.probe import ngram
 
 BUILTIN = "builtin"
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def checked_name(name: str) -> str:
     """`name` if it is safe as one folder name, else a ValueError saying what a name may hold."""
-    if not NAME_PATTERN.fullmatch(name) or ".." in name:
-        raise ValueError(
-            f"Probe name {name!r} is not allowed: it names the folder probe/<name>/, so it must match "
-            f"{NAME_PATTERN.pattern} and hold no '..'. Nothing was published."
-        )
+    if not is_safe_name(name):
+        raise ValueError(f"Probe name {name!r} is not allowed: it names the folder probe/<name>/, so it {NAME_RULE}. "
+                         "Nothing was published.")
     return name
 
 

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
+import pyarrow.parquet as pq
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.tokenizing.contract import TOKENIZED_CHECKS
@@ -24,7 +26,8 @@ from fw_assets.paths import (
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.formats.indexed_dataset import optimal_token_dtype
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import published_generation, staged_publication
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.sampling_policy import SEED_POLICY
@@ -81,10 +84,10 @@ def tokenized(
     started = time.monotonic()
     root, log = storage.output_root, context.log.info
     with (
-        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump)),
+        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump, token_dtype)),
         staged_publication(root, publication_name("tokenized", name, dump), dump, log) as staging,
-        published_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
-        published_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
+        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+        checked_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
         ParallelEncoder(spec, workers) as encoder,  # starts on its own thread meanwhile
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
@@ -117,9 +120,11 @@ def tokenized(
         progress.report()
         _warn_of_blank_texts(context.log.warning, dump, written, total)
         yield from report.refuse_if_blocked()
-        staging.publish(
+        published = staging.publish(
             _moves(storage, name, dump, staging.path, written),
-            _record_contents(written, identity, bucketed_record, dedup_record),
+            _record_contents(written, identity),
+            inputs={publication_name("bucketed", dump): input_entry(bucketed_record),
+                    publication_name("dedup", dump): input_entry(dedup_record)},
         )
     yield report.materialization(
         {
@@ -131,23 +136,43 @@ def tokenized(
             "tiktoken_checked_documents": oracle.checked,
             "tiktoken_checked_share": round(oracle.share, 6),
             **warehouse.cores_metadata(),  # the DuckDB threads ordering the keys; usable_cores
-        }
+        },
+        data_version(published),
     )
 
 
-# Tokens take about the bytes of the text they encode (4-byte ids, ~4 characters a token), about
-# 3.5x its zstd parquet; the scratch of the two buckets in flight (largest first) adds at most the
-# largest bucket's tokens to them.
-SPACE_PER_BUCKETED_BYTE = 5
+# A token of cl100k and its kin stands for about 4 bytes of English text (other scripts: fewer, so
+# more tokens); the scratch of the two buckets in flight (largest first) adds at most the largest
+# bucket's tokens; a document's row in `.docs.parquet` and its `.idx` entries take about 64 bytes.
+TEXT_BYTES_PER_TOKEN = 4
+BYTES_PER_DOCUMENT = 64
 
 
-def _space_needed(root: Path, dump: str) -> SpaceNeed:
+def _space_needed(root: Path, dump: str, token_dtype) -> SpaceNeed:
+    """Estimated from the dump's text (its bucketed files' uncompressed `text` column, read from
+    their footers), not from its parquet bytes: text that compresses well takes little parquet
+    and as many tokens."""
     record = generation_record_path(root, publication_name("bucketed", dump))
-    parquet = sum(json.loads(record.read_text())["files"].values()) if record.is_file() else 0
+    buckets = recorded_bucket_files(root, json.loads(record.read_text())) if record.is_file() else {}
+    text = [sum(_text_bytes(path) for path in paths) for _, paths in buckets.values()]
+    documents = sum(rows for rows, _ in buckets.values())
+    per_text_byte = np.dtype(token_dtype).itemsize / TEXT_BYTES_PER_TOKEN
     return SpaceNeed(
-        parquet * SPACE_PER_BUCKETED_BYTE,
-        f"about {SPACE_PER_BUCKETED_BYTE}x the dump's bucketed parquet: token files and scratch",
+        int((sum(text) + max(text, default=0)) * per_text_byte) + BYTES_PER_DOCUMENT * documents,
+        f"the dump's text as {np.dtype(token_dtype).name} tokens at about {TEXT_BYTES_PER_TOKEN} bytes of text a "
+        "token, plus the largest bucket's while it is written; text of other scripts makes more tokens",
     )
+
+
+def _text_bytes(path: Path) -> int:
+    """The uncompressed bytes of a bucketed file's `text` column; 0 for a file not there yet (a
+    killed publication, rolled back when the step starts reading)."""
+    try:
+        metadata = pq.read_metadata(path)
+    except FileNotFoundError:
+        return 0
+    column = metadata.schema.names.index("text")
+    return sum(metadata.row_group(g).column(column).total_uncompressed_size for g in range(metadata.num_row_groups))
 
 
 def _bucket_inputs(
@@ -170,7 +195,6 @@ def _bucket_inputs(
             f"{generation_record_path(root, publication_name('dedup', dump))}). Materialize `deduplicated` "
             "for this dump first; nothing was published."
         )
-    _require_decisions_of(root, dump, record, dedup_record)
     decisions = dedup_path(root, dump)
     kept = kept_per_bucket(decisions)
     buckets = []
@@ -180,34 +204,6 @@ def _bucket_inputs(
             prefix.parent.mkdir(parents=True)
             buckets.append(BucketInput(bucket, paths, kept[bucket], prefix, decisions))
     return buckets
-
-
-def _require_decisions_of(root: Path, dump: str, bucketed_record: dict, dedup_record: dict) -> None:
-    """Refuse decisions that do not trace back to the published bucketed generation (decisions ->
-    the dump's minhash generation -> the bucketed generation it signed): ids bucketed since would
-    be left out without a word."""
-    with published_generation(root, publication_name("minhash", dump), dump) as minhash_record:
-        pass  # the record only: tokenized reads no minhash file
-    current = bucketed_record["generation"]
-    decided_from = dedup_record["contents"].get("minhash_generations", {}).get(dump)
-    signed_from = (minhash_record or {}).get("contents", {}).get("bucketed_generation")
-    if minhash_record is None or minhash_record["generation"] != decided_from:
-        now = minhash_record["generation"] if minhash_record else "none"
-        traced = (
-            f"were decided from minhash generation {decided_from}, no longer published (now: {now}), "
-            "so which bucketed generation they cover is unknown"
-        )
-    elif signed_from != current:
-        traced = f"cover bucketed generation {signed_from} (through minhash generation {decided_from})"
-    else:
-        return
-    stale = ["minhash", "deduplicated"] if signed_from != current else ["deduplicated"]
-    raise dg.Failure(
-        f"Dump {dump}: its dedup decisions (generation {dedup_record['generation']}) {traced}, but the "
-        f"published bucketed is generation {current}: documents bucketed since would be left out "
-        f"unseen. Materialize {' and '.join(f'`{a}`' for a in stale)} for this dump again, then "
-        "`tokenized`; nothing was published."
-    )
 
 
 def _moves(
@@ -225,18 +221,14 @@ def _moves(
     return moves
 
 
-def _record_contents(
-    written: dict[str, BucketTokens], identity: dict, bucketed_record: dict, dedup_record: dict
-) -> dict:
+def _record_contents(written: dict[str, BucketTokens], identity: dict) -> dict:
     """What the generation record says: documents per bucket (0: no files, recorded as a fact),
-    the bucketed and dedup generations they were read from, and the tokenizer."""
+    blank texts dropped, and the tokenizer."""
     return {
         "documents": {
             b.name: written[b.name].documents if b.name in written else 0 for b in SEED_POLICY.buckets
         },
         "blank_documents_dropped": {bucket: w.blank.documents for bucket, w in written.items()},
-        "bucketed_generation": bucketed_record["generation"],
-        "dedup_generation": dedup_record["generation"],
         "tokenizer": identity,
     }
 

@@ -15,7 +15,7 @@ from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support import bad_inputs as bad
-from fw_assets_tests.support.runs import resources, unfinished_run
+from fw_assets_tests.support.runs import resources, run_waiting_for_its_retry, unfinished_run
 
 DUMP = "CC-MAIN-2013-20"
 OTHER_DUMP = "CC-MAIN-2013-48"
@@ -169,7 +169,32 @@ def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instan
     assert requested_dumps(tick(instance, source, result.cursor)) == [DUMP]
 
 
-@pytest.mark.parametrize("status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED])
+def test_a_dump_the_cli_processed_while_the_sensor_waited_is_not_requested_again(instance, source, tmp_path):
+    """Requested once; then downloaded again and run from the CLI: the sensor waits for that run,
+    then finds the dump materialized from exactly its new files and launches no second chain."""
+    write_dump(source)
+    first = tick(instance, source)
+    assert requested_dumps(first) == [DUMP]
+    shutil.rmtree(source / "data" / DUMP)
+    write_dump(source, seed=3)
+    cli_run = unfinished_run(instance, DUMP, dg.DagsterRunStatus.STARTED)
+    waiting = tick(instance, source, first.cursor)
+    assert requested_dumps(waiting) == []
+    dg.materialize(  # what that CLI run did: the whole chain from the new files
+        [asset for asset in defs.assets if asset.partitions_def == dump_partitions],
+        partition_key=DUMP,
+        resources={**defs.resources, **resources(source, tmp_path / "out")},
+        instance=instance,
+    )
+    instance.delete_run(cli_run)  # ended
+    after = tick(instance, source, waiting.cursor)
+    assert requested_dumps(after) == []
+    assert "1 dump(s) unchanged" in after.skip_reason.skip_message
+
+
+@pytest.mark.parametrize(
+    "status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+)
 def test_a_dump_whose_run_is_queued_or_in_progress_waits_for_it(instance, source, status):
     write_dump(source)
     run_id = unfinished_run(instance, DUMP, status)  # a UI backfill's, or the CLI's
@@ -178,6 +203,20 @@ def test_a_dump_whose_run_is_queued_or_in_progress_waits_for_it(instance, source
     assert f"run {run_id} of this dump is queued or in progress" in result.skip_reason.skip_message
     instance.report_run_failed(instance.get_run_by_id(run_id))
     assert requested_dumps(tick(instance, source, result.cursor)) == [DUMP]
+
+
+def test_a_dump_whose_failed_run_waits_for_its_retry_waits_for_the_retry(instance, source):
+    """A run whose host was lost is failed, then launched again by run retries: in between, the
+    dump is no more free than while its run was on the lost host."""
+    write_dump(source)
+    run_id = run_waiting_for_its_retry(instance, DUMP)
+    result = tick(instance, source)
+    assert requested_dumps(result) == []
+    assert f"run {run_id} of this dump failed and is about to be retried" in result.skip_reason.skip_message
+    retry_id = unfinished_run(instance, DUMP, dg.DagsterRunStatus.QUEUED)  # the daemon launched it
+    instance.add_run_tags(run_id, {"dagster/auto_retry_run_id": retry_id})
+    result = tick(instance, source, result.cursor)
+    assert f"run {retry_id} of this dump is queued or in progress" in result.skip_reason.skip_message
 
 
 def test_the_interval_comes_from_the_environment(monkeypatch):

@@ -12,12 +12,14 @@ from dagster._core.loader import LoadingContextForTest
 
 from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.band_key_lineage import published
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.definitions import defs
+from fw_assets.jobs import probe_losses_job
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import materialize_dump, resources, unfinished_run
+from fw_assets_tests.support.runs import materialize_dump, resources, run_waiting_for_its_retry, unfinished_run
 
 FIRST, SECOND, THIRD = DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
 
@@ -105,6 +107,21 @@ def test_a_dump_whose_own_run_is_queued_or_in_progress_is_not_requested(instance
     assert set(tick(instance, source, tmp_path)) == {THIRD}
 
 
+def test_a_run_scoring_a_dumps_probe_losses_does_not_hold_its_re_decision_back(instance, source, tmp_path):
+    """A `probe_losses` run of a dump decides nothing: its stale decisions are requested beside it."""
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    unfinished_run(instance, SECOND, dg.DagsterRunStatus.STARTED, job=probe_losses_job.name)
+    assert set(tick(instance, source, tmp_path)) == {SECOND, THIRD}
+
+
+def test_a_dump_whose_failed_run_waits_for_its_retry_is_not_requested(instance, source, tmp_path):
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    run_waiting_for_its_retry(instance, SECOND)
+    assert set(tick(instance, source, tmp_path)) == {THIRD}
+
+
 def test_a_minhash_published_without_its_observation_gets_it_and_the_later_dumps_re_decided(
     instance, source, tmp_path
 ):
@@ -116,3 +133,25 @@ def test_a_minhash_published_without_its_observation_gets_it_and_the_later_dumps
     assert set(tick(instance, source, tmp_path)) == {SECOND, THIRD}
     assert observed_version(instance, FIRST)
     assert latest_materialization(instance, minhash.key, FIRST) is None
+
+
+def test_the_output_folders_records_decide_not_an_instance_history_of_another_folder(instance, source, tmp_path):
+    """The instance also holds an observation of FIRST made in another output folder (the demo's,
+    say); in this folder FIRST was never signed, so the later dumps' decisions are current."""
+    for dump in (SECOND, THIRD):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    instance.report_runless_asset_event(published(FIRST, "0123456789abcdef", "elsewhere0000"))
+    assert tick(instance, source, tmp_path) == {}
+
+
+def test_the_run_key_is_the_dump_and_the_inputs_it_will_read_whatever_the_history(instance, source, tmp_path):
+    """Whatever a sensor believes, it never asks twice for a dump with the same inputs: the run key
+    holds what the re-decision will read, so a second instance of this folder asks the same."""
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    requested = tick(instance, source, tmp_path)
+    assert set(requested) == {SECOND, THIRD}
+    with dg.DagsterInstance.ephemeral() as fresh:
+        assert tick(fresh, source, tmp_path) == requested
+    materialize_dump(source, tmp_path, FIRST, assets=[minhash], instance=instance)  # the same content again
+    assert tick(instance, source, tmp_path) == requested

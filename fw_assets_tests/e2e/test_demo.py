@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import dagster as dg
 import pytest
 
 from fw_assets.sampling_policy import SEED_POLICY
@@ -49,6 +50,19 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
     assert (output / "mixtures" / "curriculum" / "shares.png").is_file()
     assert list((output / "mixtures" / "curriculum" / "packed" / "long").glob("part-*.parquet"))
     assert_printed_commands_work(finished.stdout, tmp_path)
+    assert_the_demo_used_an_instance_of_its_own(finished.stdout, output, dagster_home)
+
+
+def assert_the_demo_used_an_instance_of_its_own(stdout: str, output, dagster_home) -> None:
+    """The shell's instance (DAGSTER_HOME) holds no demo run: the demo's history is in an instance
+    beside its output folder, which the printed UI command opens."""
+    with dg.DagsterInstance.from_config(str(dagster_home)) as shells:
+        assert shells.get_runs() == []
+    home = output.parent / f"{output.name}.dagster"
+    with dg.DagsterInstance.from_config(str(home)) as demos:
+        assert demos.get_runs()
+    ui = next(line for line in stdout.splitlines() if line.startswith("run history:"))
+    assert f"DAGSTER_HOME={home}" in ui and "dagster dev -w" in ui
 
 
 def reweighting_rows(stdout: str) -> dict[str, dict[str, float]]:

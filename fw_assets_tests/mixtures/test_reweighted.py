@@ -18,7 +18,8 @@ from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.contract import reweight_outcomes
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
-from fw_assets.mixtures.views import write_views
+from fw_assets.mixtures.views import seeded_order, write_views
+from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
 from fw_assets_tests.support import curriculum
 from fw_assets_tests.support.curriculum import CURRICULUM, train_ids, view_ids
 from fw_assets_tests.support.megatron_oracle import DUMPS, REWEIGHTED_CASE, TOKENIZER, synthetic_losses
@@ -154,3 +155,54 @@ def test_with_fresh_documents_reweighting_applies_within_each_stages_fresh_subse
         assert not seen & set(counts), "stages still read fresh documents while there are unread ones"
         seen |= set(counts)
     assert all(o.passed for o in reweight_outcomes(mixture))
+
+
+@pytest.mark.parametrize("env, what", [(MAX_DISK_ENV, "disk"), (MAX_MEMORY_ENV, "memory")])
+def test_reweighted_views_count_against_the_limits_before_any_is_listed(tree, monkeypatch, env, what):
+    """The views listing each document its repetitions times are counted, by the source's key,
+    before any is built: a limit they exceed refuses the plan there, not after allocating them."""
+    monkeypatch.setenv(env, "0.000001")  # 1 KiB: less than the views' entries, more than nothing
+    with pytest.raises(RecipeError) as error:
+        _plan(tree, _recipe(), synthetic_losses(tree / "out", REWEIGHTED_CASE.documents))
+    assert error.value.key == "sources.top.reweight", error.value
+    assert f"of {what} for the views listing its documents as often as the reweighting says" in error.value.problem
+    assert f"({env})" in error.value.problem
+
+
+def test_a_drop_that_leaves_no_held_out_document_is_refused_by_the_drop_not_the_split(tree):
+    """The highest losses are the files' held-out documents (their last 10 %, split 90,5,5): a drop
+    of the top 20 % leaves the validation split of the views empty. The drop is at fault."""
+    def read(probe: str, dump: str, bucket: str) -> list[pa.RecordBatch]:
+        ids = read_document_index(token_prefix(tree / "out", TOKENIZER, "4.0", dump))["id"].combine_chunks()
+        position = np.arange(len(ids))
+        return pa.table({"id": ids, "loss": np.where(position >= 0.9 * len(ids), 9.0, 5.0 + position * 1e-3)}).to_batches()
+
+    recipe = _recipe()
+    recipe["sources"]["top"]["reweight"]["drop_top_share"] = 0.2
+    with pytest.raises(RecipeError) as error:
+        _plan(tree, recipe, read)
+    assert error.value.key == "sources.top.reweight.drop_top_share", error.value
+    assert "the drop of the top 20% by loss left no held-out document" in error.value.problem
+    assert "lower drop_top_share" in error.value.problem
+
+
+def test_with_fresh_documents_a_drop_that_leaves_no_held_out_document_is_refused_by_the_drop(tmp_path):
+    """Fresh documents hold out by a seeded rank, not by position: the highest losses are those."""
+    root = tmp_path / "fresh"
+    curriculum.write_tree(root / "out", {"4.0": 300, "3.5": 600, "3.0": 600})
+    recipe = copy.deepcopy(CURRICULUM)
+    recipe["sources"]["top"]["reweight"] = {**RULE, "drop_top_share": 0.2}
+    seed = recipe["megatron"]["seed"]
+
+    def read(probe: str, dump: str, bucket: str) -> list[pa.RecordBatch]:
+        prefix = token_prefix(root / "out", "synthetic", "4.0", dump)
+        ids = read_document_index(prefix)["id"]
+        ranks = np.empty(len(ids), np.int64)
+        ranks[seeded_order(prefix, seed)] = np.arange(len(ids))
+        return pa.table({"id": ids, "loss": np.where(ranks >= 0.9 * len(ids), 9.0, 5.0 + ranks * 1e-3)}).to_batches()
+
+    (root / "fresh.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    with pytest.raises(RecipeError) as error:
+        plan_mixture(load_recipe(root / "fresh.yaml"), root / "out", curriculum.DUMPS, read)
+    assert error.value.key == "sources.top.reweight.drop_top_share", error.value
+    assert "the drop of the top 20% by loss left no held-out document" in error.value.problem

@@ -66,6 +66,17 @@ def test_the_top_share_by_loss_is_dropped():
     assert (result.repetitions[result.dropped] == 0).all() and (result.repetitions[~result.dropped] >= 1).all()
 
 
+def test_equal_losses_across_the_cut_are_counted_with_those_dropped_by_id():
+    """The drop takes the highest losses, ties by id: when the cut falls among equal losses, which
+    of them are dropped is the ids' order, not the probe's; the result says how many."""
+    losses = np.where(np.arange(len(IDS)) < 300, 9.0, LOSSES.clip(max=8.0))  # 300 equal highest losses
+    result = reweight(IDS, losses, 2.0, drop_top_share=0.1, seed=1)
+    assert (result.tied_at_cut, result.tied_dropped) == (300, 200)
+    assert (result.dropped[:200]).all() and not result.dropped[200:300].any()  # the lowest ids
+    plain = reweight(IDS, LOSSES, 2.0, drop_top_share=0.1, seed=1)
+    assert (plain.tied_at_cut, plain.tied_dropped) == (0, 0)
+
+
 def test_a_cap_of_one_changes_nothing_but_the_drop():
     result = reweight(IDS, LOSSES, 1.0, 0.0, seed=1)
     assert (result.repetitions == 1).all()
@@ -73,12 +84,21 @@ def test_a_cap_of_one_changes_nothing_but_the_drop():
 
 @pytest.mark.parametrize(
     "cap, share, message",
-    [(0.9, 0.0, "max_multiplier must be at least 1"), (2.0, 0.5, "drop_top_share must be in"),
+    [(0.9, 0.0, "max_multiplier must be at least 1"), (1e9, 0.0, "max_multiplier must be at most 4"),
+     (2.0, 0.5, "drop_top_share must be in"),
      (2.0, -0.1, "drop_top_share must be in"), (float("nan"), 0.0, "max_multiplier")],
 )
 def test_out_of_range_arguments_are_refused(cap, share, message):
     with pytest.raises(ReweightingRefused, match=message):
         reweight(IDS, LOSSES, cap, share, seed=1)
+
+
+@pytest.mark.parametrize("scale", [5e-6 / np.median(LOSSES), 0.0])
+def test_a_median_loss_near_zero_is_refused(scale):
+    """An over-confident probe (median 5e-6 nats per token, or 0): every multiplier would be the
+    noise of its loss over a vanishing median, and a median of 0 would switch reweighting off."""
+    with pytest.raises(ReweightingRefused, match=r"median loss is \S+ nats per token, under 0\.01"):
+        reweight(IDS, LOSSES * scale, 2.0, 0.0, seed=1)
 
 
 def test_nan_and_infinite_losses_are_refused_naming_the_ids():

@@ -58,6 +58,27 @@ def test_long_documents_are_cut_at_max_tokens_and_counted(tiny_model):
     assert nbytes[1] == len(" ".join(text.split()[:4]).encode())
 
 
+def test_a_document_far_longer_than_read_scores_as_its_first_tokens_encoded_whole(tiny_model):
+    """Encoded from a prefix (long words and runs of spaces make the first prefix too short, so it
+    grows): the scored tokens are those of the whole text's encoding."""
+    text = " ".join(("reading" * (i % 5 + 1)) + " " * (i % 7) + WORDS[i % len(WORDS)] for i in range(5_000))
+    tokens, nll, nbytes, truncated = CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=100, batch_tokens=4096)).score([text])
+    expected_tokens, expected_nll = direct_nll(tiny_model, text, 100)
+    assert truncated[0] and tokens[0] == expected_tokens == 100
+    assert abs(nll[0] - expected_nll) < 1e-3
+
+
+def test_a_model_with_fewer_embeddings_than_its_tokenizer_has_ids_is_refused_naming_both(tmp_path):
+    folder = save_tiny_model(tmp_path / "short-vocabulary", missing_ids=3)
+    vocabulary = len(WORDS) + 3  # the words and three special tokens
+    with pytest.raises(NotAModel) as refused:
+        CausalLM(ProbeSpec("short", folder, max_tokens=64))
+    message = str(refused.value)
+    for expected in (f"Probe short: the tokenizer in {folder} has {vocabulary} token ids",
+                     f"the model's embedding has {vocabulary - 3} rows", "nothing was published"):
+        assert expected in message, message
+
+
 def test_a_folder_that_is_not_a_model_is_refused_naming_it(tmp_path):
     folder = tmp_path / "not-a-model"
     folder.mkdir()

@@ -6,10 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContextForTest
 
+from fw_assets.definitions import defs
 from fw_assets.paths import bucketed_files, planted_probe_truth_path, probe_loss_path, token_prefix
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets_tests.support.probe_losses import published_losses
@@ -72,6 +76,24 @@ def test_a_rerun_publishes_the_same_bytes(sample_source, probed):
     assert {p: d for p, d in probe_tree(output).items() if p.startswith("probe/")} == before
 
 
+def test_the_ui_shows_the_losses_of_a_retokenized_dump_stale(sample_source, tokenized_sample, tmp_path):
+    """Losses are of the token files they scored: once the dump is tokenized again, Dagster's
+    staleness (the UI's) shows them stale, as the readers refuse them."""
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    tokenizer = {"tokenizer": TokenizerResource(workers=2)}
+    with dg.DagsterInstance.ephemeral() as instance:
+        materialize_dump(sample_source, output, DUMP, [tokenized], instance=instance, extra_resources=tokenizer)
+        run_probe(sample_source, output, instance=instance)
+        assert probe_status(instance) == StaleStatus.FRESH
+        materialize_dump(sample_source, output, DUMP, [tokenized], instance=instance, extra_resources=tokenizer)
+        assert probe_status(instance) == StaleStatus.STALE
+
+
+def probe_status(instance: dg.DagsterInstance) -> StaleStatus:
+    resolver = CachingStaleStatusResolver(instance, defs.resolve_asset_graph(), LoadingContextForTest(instance))
+    return resolver.get_status(probe_loss.key, DUMP)
+
+
 def test_a_probe_name_that_is_not_a_plain_folder_name_is_refused(sample_source, tokenized_sample, tmp_path):
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
     for name in ("../escape", "a/b", ".hidden", "x..y"):
@@ -80,6 +102,19 @@ def test_a_probe_name_that_is_not_a_plain_folder_name_is_refused(sample_source, 
         result = run_probe(sample_source, output, ProbeResource(name=name, model_dir=str(model)), raise_on_error=False)
         assert not result.success
         assert f"Probe name {name!r} is not allowed" in str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert not (output / "probe").exists()
+
+
+def test_a_probe_name_too_long_for_a_file_name_is_refused_before_anything_is_written(sample_source, tokenized_sample, tmp_path):
+    """A 230-character name is a plain name, but `probe_loss-<name>-<dump>.write.lock` is longer
+    than a file name may be: the name is refused by its length, naming the limit."""
+    output = writable_copy(tokenized_sample.output, tmp_path / "output")
+    name = "m" * 230
+    (tmp_path / "model").mkdir()
+    result = run_probe(sample_source, output, ProbeResource(name=name, model_dir=str(tmp_path / "model")), raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].event_specific_data.error)
+    assert f"Probe name {name!r} is not allowed" in message and "at most 100 characters" in message, message
     assert not (output / "probe").exists()
 
 

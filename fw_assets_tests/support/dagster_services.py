@@ -22,6 +22,7 @@ import yaml
 from websockets.sync.client import connect
 
 from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.demo import write_instance_yaml
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 
@@ -39,25 +40,6 @@ RUN_FIELDS = """runId status tags { key value } stepStats { stepKey status }
 SENSOR_SELECTOR = (
     '{repositoryName: "__repository__", repositoryLocationName: "fw_assets", sensorName: $sensor}'
 )
-
-
-def write_instance_yaml(home: Path) -> Path:
-    """The repo's dagster.yaml in a private DAGSTER_HOME, its relative `.dagster/` folders moved
-    under that home, so whatever folder a command starts in, nothing lands in the repo's `.dagster/`."""
-
-    def anchored(node):
-        if isinstance(node, dict):
-            return {key: anchored_value(key, value) for key, value in node.items()}
-        return node
-
-    def anchored_value(key, value):
-        relative_folder = key == "base_dir" and not Path(value).is_absolute()
-        return str(home / value) if relative_folder else anchored(value)
-
-    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-    path = home / "dagster.yaml"
-    path.write_text(yaml.safe_dump(anchored(config), sort_keys=False))
-    return path
 
 
 def free_port() -> int:
@@ -317,6 +299,10 @@ class DagsterServices:
 
         wait_for("every required daemon to report healthy", healthy, 120, every=2, logs=self.logs)
 
+    def idle(self) -> bool:
+        """No run queued or in progress."""
+        return all(run["status"] in ("SUCCESS", "FAILURE", "CANCELED") for run in self.runs({}))
+
     def materialization_run(self, key: dg.AssetKey, partition: str) -> str | None:
         """The run id of the asset's latest materialization of `partition`."""
         data = self.graphql(
@@ -398,16 +384,13 @@ def assert_every_asset_materialized(services: DagsterServices, dumps: list[str])
 
 
 def backfill_again_then_cli(services: DagsterServices, dumps: list[str], env: dict[str, str], cwd: Path) -> list[dict]:
-    """Issue 28's sequence, with `stale_dedup` running: the first two of `dumps` (crawl order)
-    backfilled again from the same files, then the third materialized from the CLI. Returns every
+    """With `stale_dedup` running: the first two of `dumps` (crawl order) backfilled again from the
+    same files, then the third materialized from the CLI. Returns every
     run launched from then until `stale_dedup` has ticked after the CLI's run and no run is left
     (it starts once no run is left and the UI shows every dump's decisions current)."""
 
-    def idle() -> bool:
-        return all(run["status"] in ("SUCCESS", "FAILURE", "CANCELED") for run in services.runs({}))
-
     def settled() -> bool:
-        return idle() and all(services.stale_status(deduplicated.key, d)[0] == "FRESH" for d in dumps)
+        return services.idle() and all(services.stale_status(deduplicated.key, d)[0] == "FRESH" for d in dumps)
 
     wait_for("every decision to be current", settled, 300, every=3, logs=services.logs)
     earlier = {run["runId"] for run in services.runs({})}
@@ -419,7 +402,7 @@ def backfill_again_then_cli(services: DagsterServices, dumps: list[str], env: di
 
     def ticked_since() -> dict | None:
         tick = services.latest_tick("stale_dedup")
-        return tick if tick and tick["timestamp"] > cli_finished and idle() else None
+        return tick if tick and tick["timestamp"] > cli_finished and services.idle() else None
 
     wait_for("stale_dedup to tick after the CLI's run", ticked_since, 240, every=3, logs=services.logs)
     return [run for run in services.runs({}) if run["runId"] not in earlier]
@@ -429,12 +412,14 @@ def assert_check_results_belong_to_their_dumps(services: DagsterServices, dumps:
     """What a user sees under an asset → *Checks* → a dump: for every check of the chain and each dump,
     the latest execution is of that dump's partition, SUCCEEDED, and evaluated that dump's own
     materialization (same run); and no execution of any partition is left planned (a planned
-    execution reads IN_PROGRESS while its run lives, SKIPPED once it ended). Lists every problem."""
+    execution reads IN_PROGRESS while its run lives, SKIPPED once it ended). Waits for the runs a
+    sensor may have launched meanwhile to end first. Lists every problem."""
+    wait_for("every run to end", services.idle, RUN_TIMEOUT, every=3, logs=services.logs)
     problems = []
     for check in chain_checks():
         name = check.to_user_string()
         for dump in dumps:
-            problems += _attribution_problems(services, check, dump)
+            problems += attribution_problems(services, check, dump)
         for execution in services.check_executions(check, None, limit=100):
             if execution["status"] != "SUCCEEDED":
                 problems.append(f"{name}: execution in run {execution['runId']} (partition "
@@ -442,7 +427,9 @@ def assert_check_results_belong_to_their_dumps(services: DagsterServices, dumps:
     assert not problems, f"{len(problems)} check results not attributed to their dump:\n" + "\n".join(problems)
 
 
-def _attribution_problems(services: DagsterServices, check: dg.AssetCheckKey, dump: str) -> list[str]:
+def attribution_problems(services: DagsterServices, check: dg.AssetCheckKey, dump: str) -> list[str]:
+    """What is wrong with the latest execution of `check` on `dump`: not of that dump, not passed, or
+    not evaluating the dump's latest materialization."""
     where = f"{check.to_user_string()} [{dump}]"
     latest = services.check_executions(check, dump, limit=1)
     if not latest:

@@ -14,6 +14,7 @@ WHY = {
     "megatron": "megatron-core is the oracle of these tests",
     "k8s": "dagster-k8s checks the Helm values' run launcher",
     "postgres": "dagster-postgres runs the production instance",
+    "celery": "dagster-celery runs the Celery deployment's launcher and workers",
 }
 
 

@@ -27,7 +27,7 @@ def publish_generation(root: Path, label: str, buckets: dict[str, int]) -> None:
             moves[root / "en" / bucket / DUMP] = folder_with(staged, contents) if files else None
         (staging.path / "selection.parquet").write_text(f"{label} selection")
         moves[root / "selection" / f"{DUMP}.parquet"] = staging.path / "selection.parquet"
-        staging.publish(moves, {"label": label})
+        staging.publish(moves, {"label": label}, inputs={})
 
 
 # The new generation replaces two buckets, removes one, adds one and replaces a file.

@@ -55,17 +55,17 @@ def read_source(source_root: Path, dump: str) -> pa.Table:
     return pa.concat_tables(pq.read_table(f) for f in files)
 
 
-def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus) -> str:
-    """A run of the dump's chain as the daemon queues it (from the code location) or the CLI
-    starts it; returns its id."""
+def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus, job: str = dump_chain_job.name) -> str:
+    """A run of the dump's chain (or of another job) as the daemon queues it (from the code
+    location) or the CLI starts it; returns its id."""
     origin = RemoteJobOrigin(
         RemoteRepositoryOrigin(
             InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="fw_assets.definitions")),
             "__repository__",
         ),
-        dump_chain_job.name,
+        job,
     )
-    run = dg.DagsterRun(job_name=dump_chain_job.name, run_id=str(uuid.uuid4()), status=status,
+    run = dg.DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=status,
                         tags={PARTITION_TAG: dump}, remote_job_origin=origin)
     instance.add_run(run)
     return run.run_id
@@ -82,6 +82,15 @@ from fw_assets_tests.support.runs import materialize_dump
 die_after_rename(lambda done, source, destination: Path(destination).parent.name == "replaced")
 materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[{asset}], extra_resources={resources})
 """
+
+
+def run_waiting_for_its_retry(instance: dg.DagsterInstance, dump: str) -> str:
+    """A run of the dump's chain that failed (its host was lost) and that run retries will launch
+    again, as the daemon marks it before launching the retry; returns its id."""
+    run_id = unfinished_run(instance, dump, dg.DagsterRunStatus.STARTED)
+    instance.report_run_failed(instance.get_run_by_id(run_id), message="its host was lost")
+    instance.add_run_tags(run_id, {"dagster/will_retry": "true"})
+    return run_id
 
 
 def killed_mid_publish(source: Path, output: Path, dump: str, imports: str, asset: str, resources: str = "None") -> int:

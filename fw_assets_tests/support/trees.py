@@ -9,12 +9,24 @@ from pathlib import Path
 from fw_assets.paths import generation_record_path
 
 def published_tree(output_root: Path) -> dict[str, str]:
-    """Every published file (not staging) under the output root, relative path -> sha256."""
-    return {
-        str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(output_root.rglob("*"))
-        if p.is_file() and ".staging" not in p.relative_to(output_root).parts
-    }
+    """Every published file (not staging) under the output root, relative path -> sha256. Staging
+    folders are not entered: a writer may delete one while this walks."""
+    files = []
+    for folder, subfolders, names in os.walk(output_root):
+        subfolders[:] = sorted(d for d in subfolders if d != ".staging")
+        files += [Path(folder, name) for name in names]
+    return {str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)}
+
+
+def published_data(output_root: Path) -> dict[str, str]:
+    """`published_tree` comparable between two runs of the same dumps: a generation record counts by
+    the files it lists and their sizes, not by its ids and times (which name this publication and
+    the ones it read)."""
+    tree = published_tree(output_root)
+    for record in sorted(generation_record_path(output_root, "any").parent.glob("*.json")):
+        files = json.dumps(json.loads(record.read_text())["files"], sort_keys=True)
+        tree[str(record.relative_to(output_root))] = hashlib.sha256(files.encode()).hexdigest()
+    return tree
 
 
 def rerecord_size(output_root: Path, publication: str, published: Path) -> None:

