@@ -52,11 +52,24 @@ def tree(module: str) -> ast.Module:
     return ast.parse(modules()[module].read_text())
 
 
+def runtime_nodes(node: ast.AST):
+    """Every node under `node` but those of `if TYPE_CHECKING:` blocks (imports for annotations
+    only, never run)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and ast.unparse(child.test).endswith("TYPE_CHECKING"):
+            for branch in child.orelse:
+                yield from runtime_nodes(branch)
+        else:
+            yield from runtime_nodes(child)
+
+
 @cache
 def imports(module: str) -> frozenset[str]:
-    """The fw_assets modules `module` imports (anywhere in it), and whether it imports dagster."""
+    """The fw_assets modules `module` imports (anywhere in it, but for annotations only), and
+    whether it imports dagster."""
     found = set()
-    for node in ast.walk(tree(module)):
+    for node in runtime_nodes(tree(module)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

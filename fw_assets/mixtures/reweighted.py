@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +35,10 @@ from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetiti
 # files, raise a ValueError saying so. Called again to read the losses again.
 LossReader = Callable[[str, str, str], Iterable[pa.RecordBatch]]
 
-# TokenFile and ViewSelection are fw_assets.mixtures.plan's and views' (plan imports this module).
+# fw_assets.mixtures.plan imports this module (not the other way round at run time: the import
+# graph has no cycles); TokenFile names a type only, and annotations are not evaluated.
+if TYPE_CHECKING:
+    from fw_assets.mixtures.plan import TokenFile
 
 
 class HeldOutDropped(ValueError):

@@ -23,6 +23,7 @@ import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -36,8 +37,10 @@ from fw_assets.mixtures.megatron.gpt_dataset import EXTRA_TOKEN
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.reweighted import HeldOutDropped
 
-# TokenFile and MixturePlan below are fw_assets.mixtures.plan's, which imports this module (not
-# the other way round: the import graph has no cycles); annotations are not evaluated.
+# fw_assets.mixtures.plan imports this module (not the other way round at run time: the import
+# graph has no cycles); its classes name types only, and annotations are not evaluated.
+if TYPE_CHECKING:
+    from fw_assets.mixtures.plan import MixturePlan, TokenFile
 
 
 @dataclass(frozen=True)
