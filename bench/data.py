@@ -7,9 +7,9 @@ from pathlib import Path
 
 import duckdb
 
-from fw_assets.paths import source_dump_dir
-from fw_assets.formats.manifest import source_files
 from bench.texts import PARAGRAPHS, write_dump
+from fw_assets.formats.manifest import source_files
+from fw_assets.paths import source_dump_dir
 
 # The first dumps of FineWeb-Edu: the bench runs on the first `dumps` of them, and the memory case
 # reads four of them as one dump four times larger.

@@ -19,7 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datatrove.pipeline.dedup.minhash import (
-    MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature,
+    MinhashConfig,
+    MinhashDedupBuckets,
+    MinhashDedupCluster,
+    MinhashDedupFilter,
+    MinhashDedupSignature,
 )
 from datatrove.pipeline.readers import ParquetReader
 from datatrove.pipeline.writers import ParquetWriter

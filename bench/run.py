@@ -22,7 +22,6 @@ from bench.data_shape import dump_shape, shape_table
 from bench.measure import combine, measure
 from bench.report import Result, results_table, targets, targets_table
 from bench.scale import ScaleSpec, print_table, run_size
-from bench.texts import PARAGRAPHS, TEXT_KINDS
 from bench.suite import (
     Bench,
     Case,
@@ -34,6 +33,7 @@ from bench.suite import (
     reset,
     tokenizing_cases,
 )
+from bench.texts import PARAGRAPHS, TEXT_KINDS
 from bench.verify import compare_ids, parquet_rows, published_layout, staging_layout
 from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic.generator import DEFAULT_MEDIAN_WORDS

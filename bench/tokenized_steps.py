@@ -17,10 +17,10 @@ from pathlib import Path
 
 import psutil
 
-from fw_assets.paths import bucketed_files, dedup_path
 from fw_assets.formats.indexed_dataset import optimal_token_dtype
-from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.paths import bucketed_files, dedup_path
 from fw_assets.resources import Warehouse
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.contract import kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     encoding = sum(w.encoding_seconds for w in written.values())
     ordering = sum(w.ordering_seconds for w in written.values())
-    print(f"| backend | documents | tokens | start s | encoding s | ordering s | wall s | CPU s (this process) | peak RSS GiB |")
+    print("| backend | documents | tokens | start s | encoding s | ordering s | wall s | CPU s (this process) | peak RSS GiB |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     print(
         f"| {args.backend}, {placement} | {sum(w.documents for w in written.values()):,} | "

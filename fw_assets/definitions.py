@@ -9,10 +9,10 @@ import dagster as dg
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
+from fw_assets.automation.new_dumps import new_dumps
+from fw_assets.automation.recipe_inputs import recipe_inputs
 from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.automation.stale_losses import stale_losses
-from fw_assets.automation.recipe_inputs import recipe_inputs
-from fw_assets.automation.new_dumps import new_dumps
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
@@ -26,9 +26,9 @@ from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.packed import packed
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
-from fw_assets.resources import Warehouse, FineWebStorage
-from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets.resources import FineWebStorage, Warehouse
 from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
 
 defs = dg.Definitions(
     assets=[raw, sampled, bucketed, minhash, band_key_index, deduplicated, tokenized, probe_loss,

@@ -20,15 +20,21 @@ import shlex
 import subprocess
 import sys
 import time
-from pathlib import Path
-
 from collections import Counter
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
 from fw_assets import settings
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.lib.markdown import table
+from fw_assets.mixtures.contract import member_figures
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
+from fw_assets.mixtures.published import planned_stages, read_plan
+from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
 from fw_assets.paths import (
     bucket_dump_dir,
     dedup_path,
@@ -44,14 +50,7 @@ from fw_assets.paths import (
     token_prefix,
     tokenized_root,
 )
-from fw_assets.formats.doc_index import read_document_index
-from fw_assets.lib.markdown import table
-from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
-from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
-from fw_assets.mixtures.contract import member_figures
-from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.probe.probes import BUILTIN
-from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import DEFAULT_DUMPS, write_sample_dump
 

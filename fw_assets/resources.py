@@ -14,7 +14,6 @@ from pydantic import Field
 from fw_assets import settings
 from fw_assets.lib.cores import usable_cores
 
-
 # The instance's key-value record of the output folder its history describes.
 OUTPUT_FOLDER_KEY = "fw_assets/output_folder"
 

@@ -22,11 +22,11 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.formats.lineage import StaleInput
-from fw_assets.paths import machine_slots_dir
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.publish import PublishError
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions
+from fw_assets.paths import machine_slots_dir
 from fw_assets.resources import AnotherOutputFolder, claim_output_folder
 from fw_assets.settings import host_name
 

@@ -5,12 +5,13 @@ import dagster as dg
 import duckdb
 import pytest
 
+from fw_assets.demo import write_instance_yaml
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets.demo import write_instance_yaml
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, CHAIN, materialize_dump
+from fw_assets_tests.support.runs import CHAIN, SAMPLE_DUMPS, materialize_dump
 from fw_assets_tests.support.trees import make_read_only, published_tree
+
 
 @pytest.fixture(scope="session")
 def sample_source(tmp_path_factory) -> Path:

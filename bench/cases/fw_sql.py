@@ -13,11 +13,11 @@ from pathlib import Path
 
 from bench.cases import report
 from fw_assets.bucketing.sample_and_bucket import write_buckets, write_selection
-from fw_assets.paths import selection_path, source_dump_dir
 from fw_assets.formats.manifest import source_files
 from fw_assets.lib.progress import ProgressReporter
-from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.paths import selection_path, source_dump_dir
 from fw_assets.resources import Warehouse
+from fw_assets.sampling_policy import SEED_POLICY
 
 
 def dump_inputs(source: Path, dumps: list[str], merged_name: str | None) -> dict[str, list[str]]:

@@ -23,13 +23,13 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
-from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.dump_runs import unfinished_runs
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.bucketing.raw import raw
-from fw_assets.jobs import dump_chain_job
-from fw_assets.paths import source_data_dir
 from fw_assets.formats.dump_files import DumpFolderState, readiness, scan_dump_folder
+from fw_assets.jobs import dump_chain_job
 from fw_assets.partitions import dump_folders, dump_partitions
+from fw_assets.paths import source_data_dir
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import fail_dead_runs
 

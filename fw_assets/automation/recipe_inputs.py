@@ -9,8 +9,8 @@ latest observation. `megatron_indexes` and `packed` refuse a stale plan whether 
 
 import dagster as dg
 
-from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.observations import latest_observations
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.lib.versions import DATA_VERSION_TAG
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.partitions import current_recipe_files

@@ -28,9 +28,9 @@ import json
 import dagster as dg
 import xxhash
 
-from fw_assets.automation.output_folder import refused_folder
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.automation.observations import latest_observations
+from fw_assets.automation.output_folder import refused_folder
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import published, read_by_decisions
 from fw_assets.dedup.deduplicated import deduplicated

@@ -5,29 +5,28 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.bucketing.inputs import read_dump_source
-from fw_assets.bucketing.sampled import sampled
-from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, bucket_stats, write_buckets
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.bucketing.bucketed_contract import BUCKETED_CHECKS
 from fw_assets.bucketing import bucketed_contract
-from fw_assets.bucketing.bucketed_contract import check_bucketed, scanning_sources
+from fw_assets.bucketing.bucketed_contract import BUCKETED_CHECKS, check_bucketed, scanning_sources
+from fw_assets.bucketing.inputs import read_dump_source
+from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, bucket_stats, write_buckets
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.markdown import table
+from fw_assets.lib.progress import ProgressReporter, Stopwatch
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
     bucket_dump_dirs,
     publication_name,
     selection_path,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.markdown import table
-from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.formats.lineage import checked_generation
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
-from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP
-from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
+from fw_assets.sampling_policy import SEED_POLICY
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 SQL = (*STEPS_SQL, *bucketed_contract.CONTRACT_SQL)

@@ -10,9 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.bucketing import contract_rules as rules
-from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
 from fw_assets.bucketing import sampled_contract as selection
-from fw_assets.bucketing.sampled_contract import bucket_tallies, register_policy
 from fw_assets.bucketing.contract_tallies import (
     TEXT_NOT_UTF8,
     duplicate_id_violations,
@@ -22,6 +20,8 @@ from fw_assets.bucketing.contract_tallies import (
     text_null_violations,
     unreadable_file_violations,
 )
+from fw_assets.bucketing.sampled_contract import bucket_tallies, register_policy
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows
 from fw_assets.lib.markdown import table
 from fw_assets.sampling_policy import SamplingPolicy
 

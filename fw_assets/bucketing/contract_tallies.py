@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.bucketing import contract_rules as rules
-from fw_assets.contracts.findings import MAX_EXAMPLES, Violation, count_rows, short
 from fw_assets.bucketing.contract_rules import Rule
+from fw_assets.contracts.findings import MAX_EXAMPLES, Violation, count_rows, short
 from fw_assets.lib.sql import load_sql
 
 # Not a rules.Rule: pandas cannot hold such a text, so there is no pandera half to state it in.

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.contracts.findings import Violation, rejection_message
 from fw_assets.bucketing.raw_contract import RAW_SCHEMA
-from fw_assets.paths import source_dump_dir
+from fw_assets.contracts.findings import Violation, rejection_message
 from fw_assets.formats.dump_files import scan_dump_folder, shard_set_gaps
 from fw_assets.formats.manifest import SourceFile, apple_double_files, describe, source_files
+from fw_assets.paths import source_dump_dir
 
 
 @dataclass(frozen=True)

@@ -2,21 +2,20 @@
 
 import dagster as dg
 
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.bucketing.raw_contract import RAW_CHECKS
-from fw_assets.bucketing.inputs import find_dump_source
 from fw_assets.bucketing import raw_contract
-from fw_assets.bucketing.raw_contract import check_raw
-from fw_assets.paths import source_dump_dir, spill_dir
-from fw_assets.lib.disk import SpaceNeed
+from fw_assets.bucketing.inputs import find_dump_source
+from fw_assets.bucketing.raw_contract import RAW_CHECKS, check_raw
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.formats.manifest import as_records
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import Stopwatch
 from fw_assets.lib.publish import recover_dump
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.resources import Warehouse, FineWebStorage
+from fw_assets.paths import source_dump_dir, spill_dir
+from fw_assets.resources import FineWebStorage, Warehouse
 from fw_assets.run_health import writing_step
 
 # Everything that decides this asset's record, hashed into its code version.

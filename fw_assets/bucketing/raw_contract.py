@@ -13,7 +13,6 @@ the code location (the webserver, the daemon, every run) should not pay for a st
 
 from collections.abc import Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -21,7 +20,6 @@ import pyarrow
 import pyarrow.parquet as pq
 
 from fw_assets.bucketing import contract_rules as rules
-from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
 from fw_assets.bucketing.contract_rules import SCORE_MAX, SCORE_MIN
 from fw_assets.bucketing.contract_tallies import (
     TALLY_MODULES,
@@ -33,6 +31,7 @@ from fw_assets.bucketing.contract_tallies import (
     text_null_violations,
     unreadable_file_violations,
 )
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
 from fw_assets.formats.manifest import SourceFile
 
 if TYPE_CHECKING:

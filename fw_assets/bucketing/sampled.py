@@ -4,26 +4,24 @@ import time
 
 import dagster as dg
 
+from fw_assets.bucketing import raw_contract, sampled_contract
 from fw_assets.bucketing.inputs import DumpSource, read_dump_source
 from fw_assets.bucketing.raw import raw
-from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, selection_counts, write_selection
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs, guard
-from fw_assets.bucketing.sampled_contract import SELECTION_CHECKS
-from fw_assets.bucketing import raw_contract
-from fw_assets.bucketing import sampled_contract
 from fw_assets.bucketing.raw_contract import check_raw
-from fw_assets.bucketing.sampled_contract import check_selection
-from fw_assets.paths import publication_name, selection_path, spill_dir
-from fw_assets.lib.disk import SpaceNeed
+from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, selection_counts, write_selection
+from fw_assets.bucketing.sampled_contract import SELECTION_CHECKS, check_selection
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs, guard
 from fw_assets.formats.manifest import as_records
+from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
 from fw_assets.lib.publish import data_version, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
-from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
+from fw_assets.paths import publication_name, selection_path, spill_dir
+from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
+from fw_assets.sampling_policy import SEED_POLICY
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
 # It re-checks the raw contract when `raw` did not pass in the same run.

@@ -11,8 +11,8 @@ import duckdb
 import pyarrow as pa
 
 from fw_assets.bucketing import contract_rules as rules
-from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows, short
 from fw_assets.bucketing.contract_tallies import TALLY_MODULES, TALLY_SQL, fetch_tallies, file_name
+from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation, count_rows, short
 from fw_assets.lib.markdown import table
 from fw_assets.sampling_policy import SamplingPolicy
 

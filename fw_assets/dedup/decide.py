@@ -26,16 +26,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from fw_assets.dedup.checked_arrow import CheckedArrow, CheckedBatches
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
 from fw_assets.dedup.row_groups import write_in_row_groups
 from fw_assets.dedup.signature_files import MinhashFileError, check_minhash_file, mapped_signatures
 from fw_assets.dedup.signing import estimated_jaccard
 from fw_assets.dedup.sorted_keys import KeyIndex, key_index, matching_rows, read_sorted_keys
-from fw_assets.paths import signatures_path, sorted_keys_path
-from fw_assets.dedup.checked_arrow import CheckedArrow, CheckedBatches
 from fw_assets.lib.compiled import pack_pairs, unpack_pairs
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.sql import load_sql
+from fw_assets.paths import signatures_path, sorted_keys_path
 
 DECISION_SCHEMA = pa.schema(
     [

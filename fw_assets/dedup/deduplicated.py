@@ -19,11 +19,11 @@ import dagster as dg
 import duckdb
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.dedup.contract import DEDUP_CHECKS
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, later_dumps, read_by_decisions
 from fw_assets.dedup.contract import (
     CONTRACT_SQL,
+    DEDUP_CHECKS,
     bucket_drops,
     check_decisions,
     example_pairs,
@@ -33,6 +33,12 @@ from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY, Scope
 from fw_assets.dedup.signature_files import MinhashFileError, content_version
+from fw_assets.formats.lineage import checked_generation, content_generation
+from fw_assets.lib.disk import SpaceNeed, naming
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
     dedup_path,
     generation_record_path,
@@ -42,13 +48,7 @@ from fw_assets.paths import (
     recorded_bucket_files,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed, naming
-from fw_assets.lib.markdown import table
-from fw_assets.formats.lineage import checked_generation, content_generation
-from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
-from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP
-from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 SQL = ("dedup_decisions", "dedup_sorted_keys", *CONTRACT_SQL)

@@ -10,6 +10,11 @@ from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.band_key_lineage import published as band_key_index_published
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.signature_files import BucketedFileError, content_version, write_minhash_file
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.disk import SpaceNeed, naming
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
     generation_record_path,
     minhash_files,
@@ -18,12 +23,7 @@ from fw_assets.paths import (
     recorded_bucket_files,
     spill_dir,
 )
-from fw_assets.lib.disk import SpaceNeed, naming
-from fw_assets.formats.lineage import checked_generation
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
-from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP
-from fw_assets.resources import DUCKDB_STEP, Warehouse, FineWebStorage
+from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
 from fw_assets.run_health import DUCKDB_POOL, heavy_step
 
 # What decides the file's bytes; the policy's signature fingerprint (n-gram, bands, rows, seed,

@@ -26,23 +26,22 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import duckdb
-
+from fw_assets.dedup.checked_arrow import CheckedArrow, CheckedArrowWriter, read_arrow_schema
 from fw_assets.dedup.content_versions import ContentVersion
 from fw_assets.dedup.minhash_policy import MinhashPolicy
 from fw_assets.dedup.row_groups import in_row_groups, parquet_writer
 from fw_assets.dedup.shingling import shingles
 from fw_assets.dedup.signing import band_keys, compact, permutations, signatures_of
 from fw_assets.dedup.sorted_keys import SORTED_KEYS_SCHEMA, write_sorted_keys
-from fw_assets.paths import signatures_path, sorted_keys_path
-from fw_assets.dedup.checked_arrow import CheckedArrow, CheckedArrowWriter, read_arrow_schema
 from fw_assets.lib.ordered_map import ordered_map
 from fw_assets.lib.parquet_damage import footer_damaged, row_group_damaged
+from fw_assets.paths import signatures_path, sorted_keys_path
 
 FINGERPRINT_KEY = b"fw_assets.minhash.fingerprint"
 DUMP_KEY = b"fw_assets.minhash.dump"

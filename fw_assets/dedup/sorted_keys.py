@@ -16,8 +16,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from fw_assets.dedup.row_groups import in_row_groups
 from fw_assets.dedup.checked_arrow import CheckedBatches, write_checked_arrow
+from fw_assets.dedup.row_groups import in_row_groups
 from fw_assets.lib.compiled import compiled_lazily, pack_pairs, unpack_pairs
 from fw_assets.lib.sql import load_sql
 

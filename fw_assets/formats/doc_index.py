@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.paths import docs_path
 from fw_assets.lib.writers import FixedRowGroups, KeepOnSuccess
+from fw_assets.paths import docs_path
 
 SCHEMA = pa.schema(
     [("document_index", pa.int64()), ("id", pa.string()), ("token_count", pa.int32())]

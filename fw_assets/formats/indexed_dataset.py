@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.paths import bin_path, idx_path
 from fw_assets.lib.write_behind import WriteBehindFile
 from fw_assets.lib.writers import KeepOnSuccess
+from fw_assets.paths import bin_path, idx_path
 
 INDEX_MAGIC = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fw_assets.formats.lineage import checked_generation
-from fw_assets.paths import probe_loss_path, publication_name
 from fw_assets.lib.publish import Log
+from fw_assets.paths import probe_loss_path, publication_name
 
 LOSS_SCHEMA = pa.schema(
     [

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from fw_assets import settings
-from fw_assets.paths import mixture_cache_dir, publication_name
 from fw_assets.formats.lineage import StaleInput, checked_generation
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json, stage_names
+from fw_assets.paths import mixture_cache_dir, publication_name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, Violation
-from fw_assets.paths import token_files, token_prefix
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader, optimal_token_dtype
 from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.plan import MixturePlan, StagePlan
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, NULL_TOKENIZER_CLASS, Phase
+from fw_assets.paths import token_files, token_prefix
 
 BLEND_WINDOW = 10_000  # samples
 BLEND_WINDOW_TOLERANCE = 0.001  # of the window: 0.1 %

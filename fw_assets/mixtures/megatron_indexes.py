@@ -6,23 +6,21 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.mixtures.contract import INDEX_CHECKS
-from fw_assets.mixtures.partitions import recipe_partitions
-from fw_assets.paths import blend_report_path, mixture_cache_dir, publication_name
+from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
-from fw_assets.mixtures.contract import blend_errors, check_blend_error
+from fw_assets.mixtures.contract import INDEX_CHECKS, blend_errors, check_blend_error
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.mixture_plan import mixture_plan
-from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
+from fw_assets.mixtures.partitions import PER_RECIPE, recipe_partitions, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import blend_report, blend_table
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
+from fw_assets.paths import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs
 

@@ -12,23 +12,14 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.mixtures.contract import CURRICULUM_CHECKS, PLAN_CHECKS, REWEIGHT_CHECKS
-from fw_assets.mixtures.partitions import recipe_partitions
-from fw_assets.paths import (
-    data_args_path,
-    generation_record_path,
-    loss_picture_path,
-    plan_path,
-    publication_name,
-    report_path,
-    shares_picture_path,
-    views_dir,
-)
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.contract import (
+    CURRICULUM_CHECKS,
+    PLAN_CHECKS,
+    REWEIGHT_CHECKS,
     check_epochs,
     check_sample_counts,
     check_token_files,
@@ -39,7 +30,7 @@ from fw_assets.mixtures.contract import (
 )
 from fw_assets.mixtures.loss_inputs import ALL_DUMPS_PROBED, HeldLosses
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
-from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file
+from fw_assets.mixtures.partitions import PER_RECIPE, recipe_file, recipe_partitions
 from fw_assets.mixtures.plan import MixturePlan, plan_mixture
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, Recipe, RecipeError, load_recipe
 from fw_assets.mixtures.report import (
@@ -56,6 +47,16 @@ from fw_assets.mixtures.report import (
 from fw_assets.mixtures.reweighted import highest_losses, text_starts, tie_warning
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, tokenized_generations
 from fw_assets.mixtures.views import view_lengths, write_views
+from fw_assets.paths import (
+    data_args_path,
+    generation_record_path,
+    loss_picture_path,
+    plan_path,
+    publication_name,
+    report_path,
+    shares_picture_path,
+    views_dir,
+)
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import writing_step
 

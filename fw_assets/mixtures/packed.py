@@ -5,10 +5,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.paths import mixture_cache_dir, packed_root, publication_name
+from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
@@ -18,6 +17,7 @@ from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
+from fw_assets.paths import mixture_cache_dir, packed_root, publication_name
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs, writing_step
 

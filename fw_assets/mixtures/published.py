@@ -7,13 +7,13 @@ import json
 from functools import cache
 from pathlib import Path
 
-from fw_assets.paths import plan_path
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import SplitCache, stage_caches
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings
 from fw_assets.mixtures.megatron.gpt_dataset import CachedGPTDataset
 from fw_assets.mixtures.plan import Member, StagePlan, TokenFile
+from fw_assets.paths import plan_path
 
 
 def read_plan(root: Path, recipe: str) -> dict:

@@ -21,13 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.paths import bucket_dump_dir, docs_path
 from fw_assets.formats.doc_index import document_ids, read_document_index
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
 from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetition_hashes, reweight
+from fw_assets.paths import bucket_dump_dir, docs_path
 
 # (probe, dump, bucket) -> that probe's published losses of the bucket's documents of the dump
 # (columns id and loss at least), in batches, in the order of the bucket's token file as published

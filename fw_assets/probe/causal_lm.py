@@ -16,7 +16,6 @@ import numpy as np
 
 from fw_assets.probe.probes import ProbeSpec
 
-
 # A text longer than a model probe reads is encoded from a prefix: 8 characters a token to begin
 # with (tokens of web text average about 4), and MARGIN_TOKENS past max_tokens, so that the cut
 # never changes a token that is scored.

@@ -12,7 +12,12 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.probe.contract import PROBE_CHECKS
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import dump_partitions
 from fw_assets.paths import (
     generation_record_path,
     probe_dir,
@@ -21,16 +26,9 @@ from fw_assets.paths import (
     recorded_bucket_files,
     token_prefix,
 )
-from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.markdown import table
-from fw_assets.formats.lineage import checked_generation
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
-from fw_assets.lib.versions import code_version
-from fw_assets.partitions import dump_partitions
-from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.probe.contract import PROBE_CHECKS, check_probe
 from fw_assets.probe.probes import ProbeSpec
 from fw_assets.probe.resources import ProbeResource
-from fw_assets.probe.contract import check_probe
 from fw_assets.probe.scoring import (
     STEPS_SQL,
     BucketDocuments,
@@ -39,8 +37,9 @@ from fw_assets.probe.scoring import (
     score_with_model,
     tiktoken_byte_lengths,
 )
-from fw_assets.resources import Warehouse, FineWebStorage
+from fw_assets.resources import FineWebStorage, Warehouse
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.tokenized import tokenized
 
 SQL = STEPS_SQL

@@ -16,14 +16,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from fw_assets.paths import bin_path, docs_path
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
-from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.formats.probe_losses import LOSS_SCHEMA
+from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.windows import windows
 from fw_assets.lib.writers import FixedRowGroups, KeepOnSuccess
+from fw_assets.paths import bin_path, docs_path
 from fw_assets.probe.ngram import REFERENCE_TOKENS, BigramModel, document_losses, reference_halves
 
 STEPS_SQL = ("probe_texts",)

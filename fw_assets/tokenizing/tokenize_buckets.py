@@ -23,13 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.paths import token_files
+from fw_assets.formats.doc_index import DocumentIndexWriter
+from fw_assets.formats.indexed_dataset import IndexedDatasetWriter
 from fw_assets.lib.parquet_damage import naming_damaged_row_groups
 from fw_assets.lib.sql import load_sql
 from fw_assets.lib.windows import windows
-from fw_assets.formats.doc_index import DocumentIndexWriter
+from fw_assets.paths import token_files
 from fw_assets.tokenizing.encode import ParallelEncoder
-from fw_assets.formats.indexed_dataset import IndexedDatasetWriter
 from fw_assets.tokenizing.oracle import OracleSample
 from fw_assets.tokenizing.token_progress import TokenProgress
 

@@ -9,10 +9,16 @@ import dagster as dg
 import numpy as np
 import pyarrow.parquet as pq
 
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
-from fw_assets.tokenizing.contract import TOKENIZED_CHECKS
 from fw_assets.bucketing.bucketed import bucketed
+from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.formats.indexed_dataset import optimal_token_dtype
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.markdown import table
+from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
     dedup_path,
     docs_path,
@@ -23,23 +29,15 @@ from fw_assets.paths import (
     token_prefix,
     tokenizer_dir,
 )
-from fw_assets.lib.disk import SpaceNeed
-from fw_assets.formats.indexed_dataset import optimal_token_dtype
-from fw_assets.lib.markdown import table
-from fw_assets.formats.lineage import checked_generation
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
-from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP
-from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets.resources import Warehouse, FineWebStorage
+from fw_assets.resources import FineWebStorage, Warehouse
 from fw_assets.run_health import TOKENIZER_POOL, heavy_step
-from fw_assets.tokenizing.contract import RECONCILIATION_SQL, check_tokenized, kept_per_bucket
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.tokenizing.contract import RECONCILIATION_SQL, TOKENIZED_CHECKS, check_tokenized, kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.oracle import OracleSample
-from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.tokenize_buckets import STEPS_SQL, BucketInput, BucketTokens, TokenFormat, tokenize_buckets
-
 
 # The code that decides the bytes of the token files, hashed into the code version. The tokenizer
 # itself is configuration: its identity names the output folder and is recorded in every run.

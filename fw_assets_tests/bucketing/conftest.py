@@ -10,9 +10,8 @@ from fw_assets.paths import bucketed_files, selection_path
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.contract_cases import DUMP, FILES, ROWS
-from fw_assets_tests.support.runs import materialize_dump
-
 from fw_assets_tests.support.contract_runs import Workspace
+from fw_assets_tests.support.runs import materialize_dump
 from fw_assets_tests.support.trees import published_tree
 
 

@@ -4,12 +4,13 @@ check per dump."""
 
 import pyarrow.parquet as pq
 import pytest
+
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.paths import publication_name, selection_path
 from fw_assets_tests.support import bad_inputs as bad
 from fw_assets_tests.support.contract_cases import DUMP, FIRST, ROWS, SECOND
-from fw_assets_tests.support.trees import published_tree, rerecord_size
 from fw_assets_tests.support.contract_runs import assert_bucketed_refused, assert_refused, ids_at, rows_where
+from fw_assets_tests.support.trees import published_tree, rerecord_size
 
 
 @pytest.mark.parametrize(

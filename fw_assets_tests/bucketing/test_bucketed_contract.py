@@ -3,6 +3,7 @@ on them and fails, naming rows and examples, on a copy broken in one way."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from fw_assets.bucketing.bucketed_contract import check_bucketed
 from fw_assets.paths import selection_path
 from fw_assets.sampling_policy import SEED_POLICY

@@ -10,13 +10,13 @@ import pytest
 
 from fw_assets.bucketing import contract_rules as rules
 from fw_assets.bucketing.contract_frames import failure_cases, rule_name
-from fw_assets.bucketing.raw_contract import check_raw
 from fw_assets.bucketing.contract_schemas import (
     RAW_TEXT_SAMPLE_SCHEMA,
     bucketed_schema,
     raw_schema,
     selection_schema,
 )
+from fw_assets.bucketing.raw_contract import check_raw
 from fw_assets.bucketing.sampled_contract import check_selection
 from fw_assets.formats.manifest import describe
 from fw_assets.lib.sql import load_sql

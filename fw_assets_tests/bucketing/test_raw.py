@@ -5,21 +5,23 @@ import math
 import shutil
 import subprocess
 import sys
+
 import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.paths import bucketed_files
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support import bad_inputs as bad
-from fw_assets_tests.support.runs import subprocess_env
 from fw_assets_tests.support.contract_cases import DUMP, FIRST, OTHER_DUMP, ROWS, SECOND
-from fw_assets_tests.support.trees import published_tree
 from fw_assets_tests.support.contract_runs import assert_accepted, assert_refused, ids_at
+from fw_assets_tests.support.runs import subprocess_env
+from fw_assets_tests.support.trees import published_tree
 
 
 def test_missing_column_is_refused_naming_file_and_column(workspace):

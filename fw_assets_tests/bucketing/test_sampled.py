@@ -2,7 +2,9 @@
 samples."""
 
 import math
+
 import dagster as dg
+
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.sampled import sampled
 from fw_assets_tests.support import bad_inputs as bad

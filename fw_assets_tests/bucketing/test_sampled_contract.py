@@ -2,8 +2,10 @@
 on them and fails, naming rows and examples, on a copy broken in one way."""
 
 import math
+
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from fw_assets.bucketing import contract_rules as rules
 from fw_assets.bucketing.sampled_contract import binomial_tolerance, check_selection
 from fw_assets.sampling_policy import SEED_POLICY

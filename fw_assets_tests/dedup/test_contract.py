@@ -14,10 +14,9 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.paths import bucketed_files, dedup_path, minhash_path, publication_name
 from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets_tests.support.runs import SAMPLE_DUMPS
 from fw_assets_tests.support.contract_cases import line_of, refusal
 from fw_assets_tests.support.dedup_runs import example_rows
-from fw_assets_tests.support.runs import materialize_dump
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump
 from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
 
 EARLY, LATE = SAMPLE_DUMPS

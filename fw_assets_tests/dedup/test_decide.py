@@ -20,8 +20,8 @@ from fw_assets.dedup.minhash_policy import MINHASH_POLICY, MinhashPolicy, Scope
 from fw_assets.dedup.signature_files import MinhashFileError, signed_schema, write_minhash_file, write_signed
 from fw_assets.paths import minhash_files as published_together
 from fw_assets.paths import signatures_path, sorted_keys_path
-from fw_assets_tests.support.planted_dumps import decide, minhash_files, read
 from fw_assets_tests.support.damage import damage_arrow_values, damage_first_page
+from fw_assets_tests.support.planted_dumps import decide, minhash_files, read
 
 # Planted copies have word 5-gram Jaccard 0.8-0.9 with their template: 16 x 7 bands make such a
 # pair a candidate with probability >= 0.977. Against datatrove itself: the e2e test below.

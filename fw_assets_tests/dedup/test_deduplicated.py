@@ -22,9 +22,9 @@ from fw_assets.dedup.__main__ import main as dedup_command
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
+from fw_assets.definitions import defs
 from fw_assets.lib.markdown import literal
 from fw_assets.lib.publish import changed_inputs
-from fw_assets.definitions import defs
 from fw_assets.paths import (
     dedup_path,
     generation_record_path,

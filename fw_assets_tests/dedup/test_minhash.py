@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 
 from fw_assets.dedup.minhash import minhash
 from fw_assets.paths import generation_record_path, minhash_path, publication_name
-from fw_assets_tests.support.dedup_runs import LATE, failure_message
 from fw_assets_tests.support.damage import damage_text_page, rewrite_in_row_groups
+from fw_assets_tests.support.dedup_runs import LATE, failure_message
 from fw_assets_tests.support.runs import materialize_dump
+
 
 def test_a_damaged_page_of_a_bucketed_file_names_the_file_and_the_row_group(source, in_order, tmp_path):
     output = tmp_path / "damaged"

@@ -18,9 +18,8 @@ from fw_assets.paths import publication_name, staging_root
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import SAMPLE_DUMPS
 from fw_assets_tests.support.disks import mount, tmpfs
-from fw_assets_tests.support.runs import materialize_dump
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump
 from fw_assets_tests.support.trees import published_tree
 
 DUMP = SAMPLE_DUMPS[0]

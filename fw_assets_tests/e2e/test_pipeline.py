@@ -10,11 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.paths import selection_path
 from fw_assets.lib.cores import usable_cores
+from fw_assets.paths import selection_path
 from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.support.runs import materialize_dump, read_source
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, read_source, subprocess_env
 from fw_assets_tests.support.trees import published_tree
 
 BUCKET_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("score", pa.float64())])

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fw_assets import settings
+from fw_assets.demo import write_instance_yaml
 from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.dagster_services import (
@@ -24,7 +25,6 @@ from fw_assets_tests.support.dagster_services import (
     chain_asset_keys,
     dagster_cli,
     wait_for,
-    write_instance_yaml,
 )
 
 pytestmark = pytest.mark.e2e

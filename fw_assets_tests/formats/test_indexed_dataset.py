@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fw_assets_tests.support.tokens import add_document, encode_documents
 from fw_assets.formats.indexed_dataset import (
     IndexedDatasetReader,
     IndexedDatasetWriter,
@@ -17,7 +16,7 @@ from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.tokenizer_files import SAMPLE_TEXTS as TEXTS
 from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
-
+from fw_assets_tests.support.tokens import add_document, encode_documents
 
 
 @pytest.fixture(params=["hf_json", "tiktoken"])

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets.paths import generation_record_path as record_path
 from fw_assets.lib.publish import (
     JOURNAL,
     PublishedOutputChanged,
@@ -21,11 +20,12 @@ from fw_assets.lib.publish import (
     recover_dump,
     staged_publication,
 )
+from fw_assets.paths import generation_record_path as record_path
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.publish_generations import DUMP, NAME, NEW, OLD, folder_with, publish_generation
-from fw_assets_tests.support.runs import subprocess_env
-from fw_assets_tests.support.runs import materialize_dump
+from fw_assets_tests.support.runs import materialize_dump, subprocess_env
 from fw_assets_tests.support.trees import published_tree
+
 
 @pytest.fixture(scope="module")
 def generations(tmp_path_factory) -> tuple[dict, dict, int]:

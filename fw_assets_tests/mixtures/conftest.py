@@ -11,11 +11,11 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_s
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json
 from fw_assets.mixtures.views import write_views
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.support.extras import extra_module
-from fw_assets_tests.support.trees import writable_copy
 from fw_assets_tests.support import curriculum, one_phase
+from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, build_curriculum, write_recipe
 from fw_assets_tests.support.megatron_oracle import BLEND_CASE, INT32_CASE, REWEIGHTED_CASE, write_case
+from fw_assets_tests.support.trees import writable_copy
 
 
 @pytest.fixture(scope="module")

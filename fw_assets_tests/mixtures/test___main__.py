@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from fw_assets.paths import mixture_cache_dir
 from fw_assets.mixtures.__main__ import main as mixtures_main
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json
+from fw_assets.paths import mixture_cache_dir
 from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import RECIPE_NAME, built_recipe_dir, tokenize
 from fw_assets_tests.support.megatron_oracle import assert_explains, megatron_build, megatron_process_group
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 
 
 def test_explain_prints_the_documents_of_megatrons_sample(demo_built, tmp_path, monkeypatch, capsys):

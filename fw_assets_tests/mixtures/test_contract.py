@@ -19,9 +19,9 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_s
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 from fw_assets.mixtures.report import freshness_markdown
-from fw_assets_tests.support.runs import SAMPLE_DUMPS
 from fw_assets_tests.support.curriculum import CURRICULUM, plan
 from fw_assets_tests.support.materialized_mixtures import RECIPE, write_recipe
+from fw_assets_tests.support.runs import SAMPLE_DUMPS
 from fw_assets_tests.support.token_trees import document_lengths, write_token_file
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fw_assets.paths import token_prefix
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.published import stage_from_plan_json
+from fw_assets.paths import token_prefix
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.megatron_oracle import TOKENIZER, megatron_build
 

@@ -18,6 +18,14 @@ import pyarrow.parquet as pq
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.formats.probe_losses import scoring_identity
+from fw_assets.lib.markdown import literal
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
+from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
+from fw_assets.mixtures.megatron_indexes import megatron_indexes
+from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.mixtures.published import read_plan
 from fw_assets.paths import (
     generation_record_path,
     loss_picture_path,
@@ -27,27 +35,24 @@ from fw_assets.paths import (
     report_path,
     token_prefix,
 )
-from fw_assets.formats.doc_index import read_document_index
-from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
-from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
-from fw_assets.mixtures.megatron_indexes import megatron_indexes
-from fw_assets.mixtures.mixture_plan import mixture_plan
-from fw_assets.mixtures.published import read_plan
-from fw_assets.lib.markdown import literal
-from fw_assets.formats.probe_losses import scoring_identity
-from fw_assets_tests.support.probe_losses import published_losses
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.damage import damage_text_page
-from fw_assets_tests.support.runs import materialize_dump, resources
+from fw_assets_tests.support.materialized_mixtures import (
+    RECIPE,
+    RECIPE_NAME,
+    build,
+    check_evaluations,
+    plan_status,
+    tokenize,
+    write_recipe,
+)
+from fw_assets_tests.support.probe_losses import published_losses
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources, subprocess_env
 from fw_assets_tests.support.tiny_model import save_tiny_model
 from fw_assets_tests.support.trees import published_tree, writable_copy
-from fw_assets_tests.support.materialized_mixtures import (
-    RECIPE, RECIPE_NAME, build, check_evaluations, plan_status, tokenize, write_recipe,
-)
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {
     **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
@@ -121,7 +126,7 @@ def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sa
         assert plan_status(instance, observed) == StaleStatus.STALE
     before = published_tree(output)
     message = _failure(build(sample_source, output, [megatron_indexes]), "megatron_indexes")
-    assert f"is stale: it was made from generation" in message and f"of probe_loss-builtin-{SAMPLE_DUMPS[1]}" in message
+    assert "is stale: it was made from generation" in message and f"of probe_loss-builtin-{SAMPLE_DUMPS[1]}" in message
     assert published_tree(output) == before
     assert build(sample_source, output).success  # planned again on the new losses, then built
 

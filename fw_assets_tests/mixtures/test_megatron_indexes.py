@@ -10,18 +10,24 @@ import numpy as np
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
-from fw_assets.paths import mixture_cache_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
+from fw_assets.paths import mixture_cache_dir
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import SAMPLE_DUMPS
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.disks import fill_disk, mount, tmpfs
-from fw_assets_tests.support.runs import resources
-from fw_assets_tests.support.trees import published_tree, writable_copy
-from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, plan_status, tokenize, write_recipe
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.materialized_mixtures import (
+    RECIPE,
+    RECIPE_NAME,
+    build,
+    plan_status,
+    tokenize,
+    write_recipe,
+)
 from fw_assets_tests.support.megatron_oracle import megatron_build, megatron_process_group, snapshot
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, resources
+from fw_assets_tests.support.trees import published_tree, writable_copy
 
 
 def test_megatron_reads_the_assets_cache_builds_nothing_and_gets_the_same_samples(demo_built, tmp_path):

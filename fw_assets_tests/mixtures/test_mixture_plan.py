@@ -12,6 +12,9 @@ import sys
 import dagster as dg
 import pytest
 
+from fw_assets.formats.indexed_dataset import IndexedDatasetReader
+from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
+from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.paths import (
     blend_report_path,
     data_args_path,
@@ -23,12 +26,7 @@ from fw_assets.paths import (
     shares_picture_path,
     views_dir,
 )
-from fw_assets.formats.indexed_dataset import IndexedDatasetReader
-from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
-from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
-from fw_assets_tests.support.trees import published_tree
 from fw_assets_tests.support.materialized_mixtures import (
     CURRICULUM_NAME,
     RECIPE,
@@ -40,6 +38,8 @@ from fw_assets_tests.support.materialized_mixtures import (
     user_recipe,
     write_recipe,
 )
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
+from fw_assets_tests.support.trees import published_tree
 
 
 def test_the_plan_data_args_report_and_cache_are_published(demo_built):

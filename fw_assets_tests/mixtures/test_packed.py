@@ -8,14 +8,19 @@ import numpy as np
 import pyarrow.dataset as ds
 import pytest
 
-from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root
 from fw_assets.mixtures.packed import packed
-from fw_assets_tests.support.extras import extra_module
+from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root
 from fw_assets_tests.support.disks import fill_disk, tmpfs
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.materialized_mixtures import (
+    CURRICULUM_NAME,
+    build_curriculum,
+    curriculum_stages,
+    user_recipe,
+)
+from fw_assets_tests.support.megatron_oracle import megatron_build, megatron_process_group, snapshot
 from fw_assets_tests.support.runs import resources
 from fw_assets_tests.support.trees import published_tree, writable_copy
-from fw_assets_tests.support.materialized_mixtures import CURRICULUM_NAME, build_curriculum, curriculum_stages, user_recipe
-from fw_assets_tests.support.megatron_oracle import megatron_build, megatron_process_group, snapshot
 
 
 def test_megatron_hits_every_stage_cache_and_packed_rows_are_its_samples(curriculum_built, tmp_path):

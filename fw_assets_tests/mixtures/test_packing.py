@@ -3,8 +3,8 @@ starts, in files of a fixed number of rows that sort in sample order."""
 
 import pyarrow.dataset as ds
 
-from fw_assets.paths import packed_dir
 from fw_assets.mixtures.packing import write_packed
+from fw_assets.paths import packed_dir
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.megatron_oracle import megatron_build
 

@@ -8,11 +8,11 @@ import dagster as dg
 from fw_assets.bucketing.raw import raw
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
-from fw_assets.paths import shipped_recipes_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import recipe_files
 from fw_assets.partitions import dump_partitions
+from fw_assets.paths import shipped_recipes_dir
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.materialized_mixtures import RECIPE, write_recipe
 

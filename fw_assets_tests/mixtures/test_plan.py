@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from fw_assets.paths import docs_path
 from fw_assets.mixtures.megatron.utils import normalize
 from fw_assets.mixtures.recipe import RecipeError
+from fw_assets.paths import docs_path
 from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
 from fw_assets_tests.support.curriculum import CURRICULUM, WEIGHTS
 from fw_assets_tests.support.curriculum import plan as plan_curriculum

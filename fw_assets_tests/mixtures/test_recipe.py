@@ -7,8 +7,8 @@ import math
 import pytest
 import yaml
 
-from fw_assets.paths import shipped_recipes_dir
 from fw_assets.mixtures.recipe import SCHEDULE_SHAPES, RecipeError, Schedule, load_recipe
+from fw_assets.paths import shipped_recipes_dir
 from fw_assets_tests.support.curriculum import CURRICULUM
 
 

@@ -6,11 +6,11 @@ import shutil
 import dagster as dg
 from dagster._core.definitions.data_version import StaleStatus
 
-from fw_assets.automation.recipe_inputs import record_changed_inputs, recipe_inputs
+from fw_assets.automation.recipe_inputs import recipe_inputs, record_changed_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.settings import MIXTURES_DIR_ENV
-from fw_assets_tests.support.runs import resources
 from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, plan_status, write_recipe
+from fw_assets_tests.support.runs import resources
 
 
 def test_a_tick_observes_only_changed_inputs_and_the_plan_shows_stale_after_an_edit(

@@ -13,10 +13,10 @@ from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.contract import member_figures, source_stages
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
+from fw_assets.mixtures.report import freshness_markdown, plot_shares, prefix_table, reweighting_markdown, source_table
 from fw_assets.mixtures.reweighted import highest_losses
 from fw_assets.mixtures.views import view_lengths
 from fw_assets.paths import shares_picture_path, token_prefix
-from fw_assets.mixtures.report import freshness_markdown, plot_shares, prefix_table, reweighting_markdown, source_table
 from fw_assets_tests.support.curriculum import CURRICULUM, DUMPS, plan
 
 

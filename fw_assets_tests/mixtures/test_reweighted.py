@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from fw_assets.paths import token_prefix
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.mixtures.contract import reweight_outcomes
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.mixtures.views import seeded_order, write_views
+from fw_assets.paths import token_prefix
 from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
 from fw_assets_tests.support import curriculum
 from fw_assets_tests.support.curriculum import CURRICULUM, train_ids, view_ids

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from fw_assets.paths import token_files, token_prefix, views_dir
 from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.views import seeded_order, write_views
+from fw_assets.paths import token_files, token_prefix, views_dir
 from fw_assets_tests.support.curriculum import (
     CURRICULUM,
     DUMPS,

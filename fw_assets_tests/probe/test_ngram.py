@@ -5,7 +5,14 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from fw_assets.probe.ngram import DISCOUNT, REFERENCE_GROUPS, REFERENCE_SEED, BigramModel, document_losses, reference_halves
+from fw_assets.probe.ngram import (
+    DISCOUNT,
+    REFERENCE_GROUPS,
+    REFERENCE_SEED,
+    BigramModel,
+    document_losses,
+    reference_halves,
+)
 
 VOCAB, EOD = 12, 11
 

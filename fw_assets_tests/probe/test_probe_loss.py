@@ -14,18 +14,17 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver, S
 from dagster._core.loader import LoadingContextForTest
 
 from fw_assets.definitions import defs
-from fw_assets.paths import bucketed_files, planted_probe_truth_path, probe_loss_path, token_prefix
 from fw_assets.formats.doc_index import read_document_index
-from fw_assets_tests.support.probe_losses import published_losses
-from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.paths import bucketed_files, planted_probe_truth_path, probe_loss_path, token_prefix
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 from fw_assets_tests.support.damage import damage_text_page
-from fw_assets_tests.support.runs import CHAIN, killed_mid_publish, materialize_dump
+from fw_assets_tests.support.probe_losses import published_losses
+from fw_assets_tests.support.runs import CHAIN, SAMPLE_DUMPS, killed_mid_publish, materialize_dump, subprocess_env
 from fw_assets_tests.support.trees import published_tree, writable_copy
 
 DUMP = SAMPLE_DUMPS[0]

@@ -3,8 +3,10 @@ must look like."""
 
 from dataclasses import dataclass
 from pathlib import Path
+
 import dagster as dg
 import pyarrow.parquet as pq
+
 from fw_assets.paths import bucketed_files
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets_tests.support.contract_cases import DUMP

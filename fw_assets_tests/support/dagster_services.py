@@ -22,7 +22,6 @@ import yaml
 from websockets.sync.client import connect
 
 from fw_assets.dedup.deduplicated import deduplicated
-from fw_assets.demo import write_instance_yaml
 from fw_assets.definitions import defs
 from fw_assets.jobs import dump_chain_job
 

@@ -2,10 +2,13 @@
 
 import json
 from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from fw_assets.paths import generation_record_path, publication_name
+
 
 def damage_first_page(path: Path, column: str) -> None:
     """Overwrite 256 bytes inside the first page of `column`'s chunk in row group 0 of a parquet

@@ -5,7 +5,9 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
 import pytest
+
 
 def mount(*arguments: str) -> None:
     """`mount` as root; the test is skipped where the sandbox cannot mount."""

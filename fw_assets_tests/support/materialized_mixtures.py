@@ -9,12 +9,12 @@ from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.observe import observe
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from fw_assets.paths import shipped_recipes_dir
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.packed import packed
 from fw_assets.mixtures.published import planned_stages, read_plan
+from fw_assets.paths import shipped_recipes_dir
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized

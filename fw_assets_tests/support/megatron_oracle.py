@@ -10,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
-from fw_assets.paths import token_prefix
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import write_stage_cache
 from fw_assets.mixtures.plan import plan_mixture
 from fw_assets.mixtures.recipe import load_recipe
 from fw_assets.mixtures.views import write_views
+from fw_assets.paths import token_prefix
 from fw_assets_tests.support.token_trees import document_lengths, write_token_file
 
 DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10"]

@@ -5,11 +5,13 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+
 import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
 from fw_assets.automation.dump_runs import PARTITION_TAG
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
@@ -17,7 +19,7 @@ from fw_assets.bucketing.sampled import sampled
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.jobs import dump_chain_job
-from fw_assets.resources import Warehouse, FineWebStorage
+from fw_assets.resources import FineWebStorage, Warehouse
 
 # The generated dumps most tests run on, in crawl order.
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")

