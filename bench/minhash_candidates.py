@@ -5,8 +5,8 @@
 Each candidate turns the same FineWeb-Edu-shaped documents into 112 hashes per document from
 word 5-grams (14 bands x 8 rows). CPU seconds are the process's (all threads), best of the
 repeats. `--non-ascii` puts typographic punctuation, an accent and CJK characters in every
-document (the Arrow shingling then normalises all of them to NFD). datatrove (with spacy), datasketch and rensa come from the bench extra; a missing one
-is reported as such.
+document (the Arrow shingling then normalises all of them to NFD). datatrove (with spacy),
+datasketch and rensa come from the bench extra; a missing one is reported as such.
 """
 
 import argparse

@@ -75,7 +75,8 @@ def _write(results: dict) -> None:
     lines = ["| case | s | CPU s | peak RSS GiB | identical to Megatron |", "|---|--:|--:|--:|---|"]
     for label, r in results["cases"].items():
         same = {True: "yes", False: "NO"}.get(r.get("identical_to_megatron"), "(reference)")
-        lines.append(f"| {label} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {r['peak_rss'] / 2**30:.2f} | {same} |")
+        lines.append(f"| {label} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {r['peak_rss'] / 2**30:.2f} "
+                     f"| {same} |")
     table = "\n".join(lines)
     print(table)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")

@@ -76,8 +76,9 @@ def main(argv: list[str] | None = None) -> None:
 
             model = args.model or save_tiny_model(Path(work) / "tiny-gpt2")
             probe = ProbeResource(model_dir=str(model), max_tokens=args.max_tokens, batch_tokens=8 * args.max_tokens)
-            rows.append(measured(f"probe_loss, {model.name} (max {args.max_tokens} tokens, cpu)", lambda: materialize_dump(
-                source, output, DUMP, [probe_loss], extra_resources={"probe": probe})))
+            rows.append(measured(
+                f"probe_loss, {model.name} (max {args.max_tokens} tokens, cpu)",
+                lambda: materialize_dump(source, output, DUMP, [probe_loss], extra_resources={"probe": probe})))
         else:
             print("transformers is not installed (the `probe` extra): the model probe was not measured")
     print(table(["step", "documents", "wall s", "CPU s", "documents / CPU s"], rows))

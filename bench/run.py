@@ -119,7 +119,8 @@ def checks(bench: Bench, by_name: dict[str, Result]) -> list[str]:
         written = by_name["tokenized"].case.tokens(by_name["tokenized"].runs[-1])
         counted = by_name["tiktoken_1"].runs[-1].facts["tokens"]
         same = "same" if written == counted else "DIFFERENT"
-        lines.append(f"tokens (end-of-document tokens aside), tokenized vs tiktoken loop: {written:,} vs {counted:,} ({same})")
+        lines.append(f"tokens (end-of-document tokens aside), tokenized vs tiktoken loop: "
+                     f"{written:,} vs {counted:,} ({same})")
     for texts in TEXT_KINDS:
         digests = {r.case.name: r.runs[-1].facts["tokens_sha256"] for name, r in by_name.items()
                    if name.startswith("encoder_") and name.endswith(f"_{texts}")}
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> None:
         run_size(spec, args.work / SCALE, args.results, args.keep)
         print_table(args.results)
         return
-    bench = Bench(args.work, DataSpec(args.rows, args.files, args.seed, args.texts), BENCH_DUMPS[: args.dumps], os.cpu_count() or 1)
+    data = DataSpec(args.rows, args.files, args.seed, args.texts)
+    bench = Bench(args.work, data, BENCH_DUMPS[: args.dumps], os.cpu_count() or 1)
     needed = BENCH_DUMPS[:4] if "memory" in args.groups else bench.dumps
     ensure_dumps(bench.work, bench.spec, needed)
     shapes = [dump_shape(source_dump_dir(bench.source, dump)) for dump in bench.dumps]

@@ -124,7 +124,8 @@ class Scale:
         self.log(f"generating {dump}: {self.spec.rows:,} rows in {self.spec.files} files ...")
         spec = self.spec
         process = multiprocessing.get_context("spawn").Process(
-            target=write_dump, args=(self.source, dump, spec.rows, spec.files, spec.seed, spec.texts, spec.median_words))
+            target=write_dump,
+            args=(self.source, dump, spec.rows, spec.files, spec.seed, spec.texts, spec.median_words))
         process.start()
         return process
 
@@ -318,7 +319,8 @@ def disk_table(record: dict) -> str:
         size = record["facts"]["output_bytes"].get(part, 0)
         corpus = size / source * CORPUS_SOURCE_BYTES if grows == "bytes" else size / documents * CORPUS_DOCUMENTS
         total += corpus
-        lines.append(f"| {part} | {size / 1e9:,.2f} GB | {size / documents:,.0f} | {size / source:.3f} | {corpus / 1e12:.2f} |")
+        lines.append(f"| {part} | {size / 1e9:,.2f} GB | {size / documents:,.0f} | {size / source:.3f} "
+                     f"| {corpus / 1e12:.2f} |")
     lines.append(f"| all published outputs | | | | **{total / 1e12:.2f}** |")
     return "\n".join(lines)
 
@@ -341,12 +343,17 @@ def corpus_table(record: dict, cores: tuple[int, ...] = (2, 16, 64)) -> str:
     for step, grows in STEP_GROWS_WITH.items():
         s = next(x for x in record["steps"] if x["step"] == step and x["dump"] == DUMPS[-1])
         per_byte = s["cpu_seconds"] / facts["bytes"]
-        seconds = per_byte * CORPUS_SOURCE_BYTES if grows == "bytes" else s["cpu_seconds"] / facts["documents"] * CORPUS_DOCUMENTS
+        if grows == "bytes":
+            seconds = per_byte * CORPUS_SOURCE_BYTES
+            scaled = f"{CORPUS_SOURCE_BYTES / 1e12:g} TB"
+        else:
+            seconds = s["cpu_seconds"] / facts["documents"] * CORPUS_DOCUMENTS
+            scaled = f"{kept * CORPUS_DOCUMENTS / 1e6:,.0f}M documents"
         hours_total += seconds / 3600
-        scaled = f"{CORPUS_SOURCE_BYTES / 1e12:g} TB" if grows == "bytes" else f"{kept * CORPUS_DOCUMENTS / 1e6:,.0f}M documents"
         lines.append(f"| {step} | {1e6 * s['cpu_seconds'] / s['documents']:,.1f} | {1e12 * per_byte:,.1f} | {scaled} "
                      f"| {seconds / 3600:,.1f} |" + "".join(f" {seconds / 3600 / n:,.2f} |" for n in cores))
-    lines.append(f"| **all** | | | | **{hours_total:,.1f}** |" + "".join(f" **{hours_total / n:,.2f}** |" for n in cores))
+    lines.append(f"| **all** | | | | **{hours_total:,.1f}** |"
+                 + "".join(f" **{hours_total / n:,.2f}** |" for n in cores))
     return "\n".join(lines)
 
 
@@ -366,7 +373,8 @@ def print_table(results: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000], help="documents per dump, one size or several")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000],
+                        help="documents per dump, one size or several")
     parser.add_argument("--files", type=int, default=22, help="parquet files per dump (a FineWeb-Edu dump has ~22)")
     parser.add_argument("--median-words", type=int, default=DEFAULT_MEDIAN_WORDS,
                         help=f"median words of a text (default {DEFAULT_MEDIAN_WORDS}, the generator's: mean "
@@ -382,7 +390,8 @@ def main(argv: list[str] | None = None) -> None:
         print_table(args.results)
         return
     for rows in args.rows:
-        run_size(ScaleSpec(rows, args.files, args.median_words, args.texts, args.seed), args.work, args.results, args.keep)
+        spec = ScaleSpec(rows, args.files, args.median_words, args.texts, args.seed)
+        run_size(spec, args.work, args.results, args.keep)
     print_table(args.results)
 
 

@@ -56,8 +56,11 @@ def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: s
     folder.mkdir(parents=True, exist_ok=True)
     for i, (start, stop) in enumerate(file_row_ranges(rows, files)):
         chunks = (
-            _with_texts(sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0, 0.0, median_words), texts,
-                        np.random.default_rng([seed, zlib.crc32(dump.encode()), lo, len(texts)]))
+            _with_texts(
+                sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0, 0.0, median_words),
+                texts,
+                np.random.default_rng([seed, zlib.crc32(dump.encode()), lo, len(texts)]),
+            )
             for lo in range(start, stop, ROW_GROUP_SIZE)
         )
         write_parquet_atomically(folder / f"train-{i:05d}-of-{files:05d}.parquet", chunks)
@@ -96,7 +99,10 @@ def bigram_texts(word_counts: np.ndarray, rng: np.random.Generator) -> list[str]
         current = successors[starts[current] + (rng.random(CHAINS) * counts[current]).astype(np.int64)]
     chosen = walk.T.reshape(-1)[:total]  # chain after chain
     ends = np.cumsum(word_counts)
-    return [" ".join(words[i] for i in chosen[end - n : end].tolist()) for end, n in zip(ends.tolist(), word_counts.tolist())]
+    return [
+        " ".join(words[i] for i in chosen[end - n : end].tolist())
+        for end, n in zip(ends.tolist(), word_counts.tolist())
+    ]
 
 
 def _split_documents(text: str, word_ends: np.ndarray, word_counts: np.ndarray) -> list[str]:

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     encoding = sum(w.encoding_seconds for w in written.values())
     ordering = sum(w.ordering_seconds for w in written.values())
-    print("| backend | documents | tokens | start s | encoding s | ordering s | wall s | CPU s (this process) | peak RSS GiB |")
+    print("| backend | documents | tokens | start s | encoding s | ordering s | wall s | CPU s (this process) "
+          "| peak RSS GiB |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     print(
         f"| {args.backend}, {placement} | {sum(w.documents for w in written.values()):,} | "

@@ -6,8 +6,8 @@ Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/s
 (FW_OUTPUT_DIR), unless those variables are set; run history goes to a Dagster instance of the
 demo's own beside its output folder (`data/sample/fineweb.dagster/`, the repo's dagster.yaml with
 its folders there): one instance belongs to one output folder, so the history of the operating
-shell's instance (`DAGSTER_HOME`) stays that of the real outputs. The dumps plant near-gibberish and legal-register pages in the top bucket
-(PROBE_PLANT_SHARE). Each dump is one `dagster asset materialize --select
+shell's instance (`DAGSTER_HOME`) stays that of the real outputs. The dumps plant near-gibberish
+and legal-register pages in the top bucket (PROBE_PLANT_SHARE). Each dump is one `dagster asset materialize --select
 group:fineweb_edu,probe_loss --partition <dump>` process started from the repo root (the chain,
 then the built-in probe's losses); then the shipped mixture recipes `demo` (its top source
 reweighted by those losses) and `curriculum` are built over them (`--select 'mixture_plan*'

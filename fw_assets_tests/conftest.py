@@ -42,7 +42,9 @@ def tokenized_sample(sample_source, tmp_path_factory) -> TokenizedSample:
     tokenizer = {"tokenizer": TokenizerResource(workers=2)}
     with dg.DagsterInstance.ephemeral() as instance:
         results = {
-            dump: materialize_dump(sample_source, output, dump, [*CHAIN, tokenized], instance, extra_resources=tokenizer)
+            dump: materialize_dump(
+                sample_source, output, dump, [*CHAIN, tokenized], instance, extra_resources=tokenizer
+            )
             for dump in SAMPLE_DUMPS
         }
         make_read_only(output)

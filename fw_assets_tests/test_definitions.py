@@ -1,4 +1,5 @@
-"""The loaded definitions as the UI shows them: descriptions that survive markdown, and runs that name their dump or recipe."""
+"""The loaded definitions as the UI shows them: descriptions that survive markdown, and runs that
+name their dump or recipe."""
 
 import re
 
@@ -23,7 +24,9 @@ def test_asset_and_check_descriptions_keep_their_placeholders_in_code_spans():
     texts = {str(key): graph.get(key).description or "" for key in graph.get_all_asset_keys()}
     for check_key in graph.asset_check_keys:
         texts[str(check_key)] = graph.get_check_spec(check_key).description or ""
-    lost = {name: found for name, text in texts.items() if (found := PLACEHOLDER_OUTSIDE_CODE.findall(_outside_code(text)))}
+    lost = {
+        name: found for name, text in texts.items() if (found := PLACEHOLDER_OUTSIDE_CODE.findall(_outside_code(text)))
+    }
     assert texts and not lost, f"markdown would drop these: {lost}"
 
 

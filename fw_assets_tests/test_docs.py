@@ -194,7 +194,9 @@ def test_the_readmes_links_into_the_docs_exist():
 
 def test_the_readme_is_a_front_door():
     lines = (REPO_ROOT / "README.md").read_text().count("\n")
-    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move sections to docs/ (at most {README_MAX_LINES})"
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines: move sections to docs/ (at most {README_MAX_LINES})"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)

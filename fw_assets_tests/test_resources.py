@@ -14,7 +14,8 @@ DUMP = SAMPLE_DUMPS[0]
 
 
 def refusal_of(first, second) -> tuple[str, ...]:
-    return (f"keeps the history of the outputs in {first.resolve()}", f"this run or sensor writes to {second.resolve()}",
+    return (f"keeps the history of the outputs in {first.resolve()}",
+            f"this run or sensor writes to {second.resolve()}",
             "One instance belongs to one output folder", "another DAGSTER_HOME", "Nothing was run")
 
 

@@ -34,7 +34,9 @@ STAGE_LAYER = 5
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
 WITHOUT_DAGSTER = ("settings", "sampling_policy", "paths", "lib", "formats", "synthetic")
 # Each stage's work, apart from Dagster so that tests and benchmarks call it directly.
-STAGE_WORK = ("fw_assets.bucketing.sample_and_bucket", "fw_assets.tokenizing.tokenize_buckets", "fw_assets.probe.scoring")
+STAGE_WORK = (
+    "fw_assets.bucketing.sample_and_bucket", "fw_assets.tokenizing.tokenize_buckets", "fw_assets.probe.scoring"
+)
 
 
 def module_name(path: Path) -> str:

@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> None:
             if args.step in ("both", "sampled"):
                 write_selection(con, files, selection, SEED_POLICY, ProgressReporter(log, f"sampling {dump}", 0))
             if args.step in ("both", "bucketed"):
-                write_buckets(con, files, selection, args.out / "buckets" / dump, ProgressReporter(log, f"bucketing {dump}", 0))
+                progress = ProgressReporter(log, f"bucketing {dump}", 0)
+                write_buckets(con, files, selection, args.out / "buckets" / dump, progress)
     report(step=args.step, memory_limit=args.memory_limit or "default")
 
 

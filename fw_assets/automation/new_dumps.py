@@ -71,7 +71,8 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
     folders = dump_folders(storage.source_root)
     if not folders:
         nothing = f"No dump folders (CC-MAIN-YYYY-WW) under {source_data_dir(storage.source_root)}"
-        return dg.SensorResult(skip_reason=_sentences([nothing, _deleted_note(sorted(requested))]), cursor=context.cursor)
+        skip_reason = _sentences([nothing, _deleted_note(sorted(requested))])
+        return dg.SensorResult(skip_reason=skip_reason, cursor=context.cursor)
     settle = settings.sensor_settle_seconds()
     is_processed = _processed_checker(context)
     busy = unfinished_runs(context.instance)
@@ -89,7 +90,9 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
             requests.append(_run_request(decision.state))
     if requests:
         return dg.SensorResult(run_requests=requests, cursor=dump_cursor(requested))
-    deleted = sorted([d for d in requested if d not in folders] + [d for d, x in decisions.items() if x.action == "deleted"])
+    deleted = sorted(
+        [d for d in requested if d not in folders] + [d for d, x in decisions.items() if x.action == "deleted"]
+    )
     return dg.SensorResult(skip_reason=_skip_reason(decisions, deleted), cursor=dump_cursor(requested))
 
 

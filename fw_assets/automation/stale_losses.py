@@ -79,8 +79,14 @@ def stale_losses(context: dg.SensorEvaluationContext, storage: FineWebStorage, p
         return dg.SensorResult(skip_reason=f"The configured probe cannot score: {error}")
     recipes: dict[str, list[str]] = {}
     wanted = reweighted_dumps(recipes, dump_partitions.get_partition_keys())
-    others = "; ".join(f"probe {p} ({', '.join(sorted(set(r)))})" for p, r in sorted(recipes.items()) if p != configured)
-    elsewhere = f" Recipes reweighting by another probe than the configured {configured} score nothing here: {others}." if others else ""
+    others = "; ".join(
+        f"probe {p} ({', '.join(sorted(set(r)))})" for p, r in sorted(recipes.items()) if p != configured
+    )
+    elsewhere = (
+        f" Recipes reweighting by another probe than the configured {configured} score nothing here: {others}."
+        if others
+        else ""
+    )
     if configured not in wanted:
         return dg.SensorResult(skip_reason=f"No recipe reweights by the configured probe {configured}.{elsewhere}")
     busy = unfinished_runs(context.instance)
@@ -88,6 +94,7 @@ def stale_losses(context: dg.SensorEvaluationContext, storage: FineWebStorage, p
     for dump in due:
         context.log.info(f"{dump}: no losses of probe {configured} for its current token files; scoring them")
     if due:
-        return dg.SensorResult(run_requests=[dg.RunRequest(run_key=key, partition_key=dump) for dump, key in due.items()])
+        requests = [dg.RunRequest(run_key=key, partition_key=dump) for dump, key in due.items()]
+        return dg.SensorResult(run_requests=requests)
     return dg.SensorResult(skip_reason=f"Every dump reweighted by probe {configured} has losses of its current "
                                        f"token files, or a run under way.{elsewhere}")

@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{doc_id}: in no decision file of {len(decisions)} dump(s) under {args.output}")
             for why in found:  # an id in several dumps: each dump's decision, in crawl order
                 try:  # its bands are read from minhash files that must be the ones it was decided on
-                    refuse_stale_inputs(args.output, recorded_generation(args.output, publication_name("dedup", why.dump)))
+                    decided_on = recorded_generation(args.output, publication_name("dedup", why.dump))
+                    refuse_stale_inputs(args.output, decided_on)
                 except StaleInput as error:
                     print(error, file=sys.stderr)
                     return 2

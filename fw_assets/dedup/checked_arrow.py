@@ -107,7 +107,8 @@ class CheckedBatches:
             for name, column in zip(self._names, batch.columns):
                 if (metadata or {}).get(_digest_key(name)) != _digest(column):
                     raise ValueError(
-                        f"{self.path}: record batch {i}, column {name} does not match its xxh3 digest: the file is damaged"
+                        f"{self.path}: record batch {i}, column {name} does not match its xxh3 digest: "
+                        "the file is damaged"
                     )
             yield batch
             for column in batch.columns:

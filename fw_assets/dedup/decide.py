@@ -400,7 +400,9 @@ def _clusters(edges: Sequence[tuple]) -> list[list[str]]:
     return list(components.values())
 
 
-def _scores_and_signatures(current: CurrentDump, ids: set[str], policy: MinhashPolicy) -> dict[str, tuple[float, bytes]]:
+def _scores_and_signatures(
+    current: CurrentDump, ids: set[str], policy: MinhashPolicy
+) -> dict[str, tuple[float, bytes]]:
     """(score, signature) of the documents in a within-dump cluster, found by a hash of them (a
     few) rather than of the dump's ids."""
     in_clusters = pc.is_in(current.ids, value_set=pa.array(sorted(ids), pa.string()))

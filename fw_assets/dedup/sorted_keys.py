@@ -92,7 +92,9 @@ def _build(keys, present_shift, bucket_shift, present, starts):  # pragma: no co
 
 
 @compiled_lazily
-def _probe(keys, rows, present, starts, present_shift, bucket_shift, other_keys, other_rows, out, out_other):  # pragma: no cover
+def _probe(
+    keys, rows, present, starts, present_shift, bucket_shift, other_keys, other_rows, out, out_other
+):  # pragma: no cover
     """Every pair of rows under an equal key is counted, and written to the outputs while they
     have room."""
     n = 0

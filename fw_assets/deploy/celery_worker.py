@@ -71,10 +71,14 @@ def limit_cores(cores: int) -> list[int]:
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m fw_assets.deploy.celery_worker", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default=host_name(), help="this host's name in runs' tags and slots (default: $FW_HOST, else the machine's name)")
+    parser = argparse.ArgumentParser(
+        prog="python -m fw_assets.deploy.celery_worker", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--host", default=host_name(),
+                        help="this host's name in runs' tags and slots (default: $FW_HOST, else the machine's name)")
     parser.add_argument("--cores", type=int, help="how many of its CPUs this host's runs may use (default: all)")
-    parser.add_argument("--queues", help="comma-separated queues to take runs from (default: every queue of the run launcher)")
+    parser.add_argument("--queues",
+                        help="comma-separated queues to take runs from (default: every queue of the run launcher)")
     parser.add_argument("--loglevel", default="INFO")
     return parser.parse_args(argv)
 

@@ -47,7 +47,8 @@ def pack_pairs(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     high, low = np.asarray(high), np.asarray(low)
     for name, values in (("high", high), ("low", low)):
         if len(values) and (values.min() < 0 or values.max() >= PACKED_LIMIT):
-            raise OverflowError(f"{name} numbers span {values.min()}..{values.max()}, outside 0..2^32-1: they cannot share a 64-bit key")
+            raise OverflowError(f"{name} numbers span {values.min()}..{values.max()}, outside 0..2^32-1: "
+                                "they cannot share a 64-bit key")
     return high.astype(np.uint64) << np.uint64(32) | low.astype(np.uint64)
 
 

@@ -193,7 +193,8 @@ def _mount_point(path: Path) -> Path:
     """The mount point `path` is on: the longest of the process's mount points holding it (a bind
     mount of a folder of the same filesystem counts; `os.path.ismount` does not see those)."""
     try:
-        points = [Path(line.split()[4].replace("\\040", " ")) for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+        points = [Path(line.split()[4].replace("\\040", " ")) for line in mounts]
     except OSError:  # not Linux: the nearest folder on another device
         points = [p for p in (path, *path.parents) if p.exists() and os.path.ismount(p)]
     return max((p for p in points if path.is_relative_to(p)), key=lambda p: len(p.parts), default=Path("/"))

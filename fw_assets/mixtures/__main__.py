@@ -27,10 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     root = settings.output_dir()
-    with _stale_refused(parser), checked_generation(root, publication_name("megatron_indexes", args.recipe), args.recipe) as record:
+    indexes = publication_name("megatron_indexes", args.recipe)
+    with _stale_refused(parser), checked_generation(root, indexes, args.recipe) as record:
         if record is None:
-            parser.exit(2, f"recipe {args.recipe}: no indexes under {settings.described_output_dir(root)}; materialize them with "
-                           f"`dagster asset materialize -m fw_assets.definitions --select 'mixture_plan*' "
+            parser.exit(2, f"recipe {args.recipe}: no indexes under {settings.described_output_dir(root)}; "
+                           f"materialize them with `dagster asset materialize -m fw_assets.definitions "
+                           f"--select 'mixture_plan*' "
                            f"--partition {args.recipe}`\n")
         plan = read_plan(root, args.recipe)
         stages = stage_names(plan)

@@ -246,7 +246,8 @@ class SourceStage:
     stage: str
     phase: str
     source: str
-    tokens_available: int  # distinct tokens the stage may read: a view's train documents (min_doc_tokens applied), else its files
+    # distinct tokens the stage may read: a view's train documents (min_doc_tokens applied), else its files
+    tokens_available: int
     tokens_drawn: int  # train samples the blend draws from it × seq_length
     epochs: float  # tokens drawn / tokens available
     seen_share: float | None  # of the stage's train documents, the share earlier stages listed (fresh documents only)
@@ -387,14 +388,16 @@ def reweight_outcomes(plan: MixturePlan) -> list[CheckOutcome]:
         multipliers = result.multipliers_in_place(w.losses.copy())
         if len(multipliers) and not (multipliers.min() >= 1 and multipliers.max() <= rule.max_multiplier
                                      and result.repetitions.max() <= bound):
-            cap.append(_plan_violation("over_cap", len(multipliers), f"{name}: a multiplier or repetition over the cap {rule.max_multiplier}"))
+            over = f"{name}: a multiplier or repetition over the cap {rule.max_multiplier}"
+            cap.append(_plan_violation("over_cap", len(multipliers), over))
         del multipliers
         asked = int(np.floor(rule.drop_top_share * w.documents))
         gone = result.dropped
         kept_max = np.max(w.losses, where=~gone, initial=-np.inf)
         if int(gone.sum()) != asked or (asked and np.min(w.losses, where=gone, initial=np.inf) < kept_max):
-            dropped.append(_plan_violation("dropped_share", int(result.dropped.sum()),
-                                           f"{name}: {int(result.dropped.sum())} documents dropped, {asked} asked (the highest losses)"))
+            dropped.append(_plan_violation(
+                "dropped_share", int(result.dropped.sum()),
+                f"{name}: {int(result.dropped.sum())} documents dropped, {asked} asked (the highest losses)"))
         for selection in (s for s in plan.views if w.covers(s.file)):
             repetitions = w.repetitions(selection.file)
             trained = np.bincount(selection.documents[:selection.train_documents], minlength=len(repetitions))
@@ -404,7 +407,8 @@ def reweight_outcomes(plan: MixturePlan) -> list[CheckOutcome]:
                                                f"{selection.view.path}: lists dropped documents"))
             whole = not plan.recipe.fresh_documents
             if whole and not np.array_equal(trained[trained > 0], repetitions[trained > 0]):
-                cap.append(_plan_violation("repetitions", 1, f"{selection.view.path}: train documents not listed their repetitions times"))
+                unlisted = f"{selection.view.path}: train documents not listed their repetitions times"
+                cap.append(_plan_violation("repetitions", 1, unlisted))
         if not np.isfinite(w.losses).all():
             coverage.append(_plan_violation("uncovered", w.documents, f"{name}: documents without a finite loss"))
         figures["cap"][f"repeated_documents_{name}"] = int((result.repetitions > 1).sum())

@@ -49,7 +49,9 @@ MEGATRON_INDEXES_CHECK_SPECS = check_specs("megatron_indexes", INDEX_CHECKS, rec
     "byte for byte, in `mixtures/<recipe>/cache/`: pass `--data-cache-path` and rank 0 builds "
     "nothing. blend.md: each prefix's realized share against its target.",
 )
-def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesConfig, storage: FineWebStorage) -> Events:
+def megatron_indexes(
+    context: dg.AssetExecutionContext, config: MegatronIndexesConfig, storage: FineWebStorage
+) -> Events:
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
         refusing_stale_inputs(),
@@ -76,7 +78,9 @@ def megatron_indexes(context: dg.AssetExecutionContext, config: MegatronIndexesC
             yield from report.refuse_if_blocked()
             staged_report = staging.path / "blend.md"
             staged_report.write_text(blend_report(name, stages, errors))
-            inputs = {publication_name("tokenized", tokenizer, dump): input_entry(record) for dump, record in records.items()}
+            inputs = {
+                publication_name("tokenized", tokenizer, dump): input_entry(record) for dump, record in records.items()
+            }
             published = staging.publish(
                 {mixture_cache_dir(root, name): cache, blend_report_path(root, name): staged_report},
                 {"fingerprint": plan_record["contents"]["fingerprint"]},

@@ -79,7 +79,9 @@ class MixturePlanConfig(dg.Config):
     max_epochs: float = DEFAULT_EPOCH_WARNING  # the `epochs` check warns above this many passes
 
 
-MIXTURE_PLAN_CHECK_SPECS = check_specs("mixture_plan", PLAN_CHECKS + CURRICULUM_CHECKS + REWEIGHT_CHECKS, recipe_partitions)
+MIXTURE_PLAN_CHECK_SPECS = check_specs(
+    "mixture_plan", PLAN_CHECKS + CURRICULUM_CHECKS + REWEIGHT_CHECKS, recipe_partitions
+)
 
 
 @dg.asset(
@@ -125,7 +127,9 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
             freshness = freshness_markdown(rows, curriculum)
             text = _report_text(plan, figures, rows, freshness, root)
             used = sorted({m.file.dump for stage in plan.stages for m in stage.members})
-            contents = {"recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint}
+            contents = {
+                "recipe": str(plan.recipe.path), "recipe_sha256": plan.recipe.sha256, "fingerprint": plan.fingerprint
+            }
             inputs = {publication_name("tokenized", recipe.tokenizer, dump):
                       input_entry(records[dump], tokenizer=records[dump]["contents"]["tokenizer"]) for dump in used}
             published = staging.publish(_moves(root, name, plan, text, staging.path), contents,

@@ -57,7 +57,9 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
             staged_publication(root, publication_name("packed", name), name, log) as staging,
-            tokenized_generations(root, plan["tokenizer"], log, planned_dumps(plan_record, plan["tokenizer"])) as records,
+            tokenized_generations(
+                root, plan["tokenizer"], log, planned_dumps(plan_record, plan["tokenizer"])
+            ) as records,
         ):
             rows = {}
             for stage in stages:

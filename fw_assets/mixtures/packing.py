@@ -1,11 +1,11 @@
 """Packed export: a stage's training samples as parquet rows, for trainers outside Megatron.
 
 Row i of `packed/<stage>/part-*.parquet` (files sort in sample order) is sample i of the stage's
-train blend (the stage's tokens // seq_length samples), read from the cache files the way Megatron's `BlendedDataset` and `GPTDataset` read
-them: `input_ids` and `labels` (int32, exactly seq_length each, labels shifted by one), documents
-concatenated with their end-of-document tokens and cut into fixed blocks (no padding), and
-`documents`: the positions in `input_ids` where a document (or its remainder) starts, so a
-trainer may mask attention across documents if it wants.
+train blend (the stage's tokens // seq_length samples), read from the cache files the way
+Megatron's `BlendedDataset` and `GPTDataset` read them: `input_ids` and `labels` (int32, exactly
+seq_length each, labels shifted by one), documents concatenated with their end-of-document tokens
+and cut into fixed blocks (no padding), and `documents`: the positions in `input_ids` where a
+document (or its remainder) starts, so a trainer may mask attention across documents if it wants.
 """
 
 from pathlib import Path

@@ -348,8 +348,8 @@ def _bucket_is_empty(recipe: Recipe, source: str, output_root: Path, bucket: str
         raise RecipeError(recipe.path, key, f"incomplete tokenized files, missing {missing}")
     root = paths.tokenizer_dir(output_root, recipe.tokenizer)
     if not any(root.glob(f"*/{dump}.idx")):
-        raise RecipeError(recipe.path, key,
-                          f"missing tokenized files: dump {dump} has none under {root} (materialize `tokenized` for it)")
+        raise RecipeError(recipe.path, key, f"missing tokenized files: dump {dump} has none under {root} "
+                                            "(materialize `tokenized` for it)")
     return True
 
 
@@ -414,8 +414,9 @@ def _check_splits_have_documents(recipe: Recipe, members: tuple[Member, ...], ca
         for member in members:
             begin, end = split_documents(bounds, member.file.documents)
             if end <= begin:
-                raise RecipeError(recipe.path, "megatron.split",
-                                  f"{member.file.path} has {member.file.documents} documents, none for the {split} split")
+                raise RecipeError(
+                    recipe.path, "megatron.split",
+                    f"{member.file.path} has {member.file.documents} documents, none for the {split} split")
 
 
 def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions: list[int],

@@ -208,7 +208,8 @@ def _check_stages(recipe: Recipe) -> None:
     """Every stage of a schedule gets at least one global batch; views need a train split."""
     batch = recipe.megatron.global_batch_size
     for i, phase in enumerate(recipe.phases):
-        if isinstance(phase.temperature, Schedule) and phase.tokens < phase.temperature.stages * batch * phase.seq_length:
+        scheduled = isinstance(phase.temperature, Schedule)
+        if scheduled and phase.tokens < phase.temperature.stages * batch * phase.seq_length:
             raise RecipeError(recipe.path, f"phases[{i}].temperature.stages",
                               f"{phase.temperature.stages} stages of at least one global batch ({batch} samples of "
                               f"{phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
@@ -268,7 +269,8 @@ def _reweight(path: Path, key: str, buckets: tuple[str, ...], source: "_Fields")
     chosen = tuple(str(b) for b in fields.sequence("buckets", required=False) or buckets)
     for i, bucket in enumerate(chosen):
         if bucket not in buckets:
-            raise RecipeError(path, f"{key}.buckets[{i}]", f"bucket {bucket!r} is not one of the source's {list(buckets)}")
+            raise RecipeError(path, f"{key}.buckets[{i}]",
+                              f"bucket {bucket!r} is not one of the source's {list(buckets)}")
     return Reweight(multiplier, share, probe, chosen)
 
 
@@ -363,7 +365,8 @@ def _tokenizer_identity(fields: "_Fields") -> tuple[dict, tuple[str, ...]]:
     if kind != "NullTokenizer":
         raise RecipeError(
             fields.path, "megatron.tokenizer.type",
-            f"{kind!r}: give `identity:` (its unique_identifiers, see docs/mixtures.md) for tokenizers other than NullTokenizer",
+            f"{kind!r}: give `identity:` (its unique_identifiers, see docs/mixtures.md) "
+            "for tokenizers other than NullTokenizer",
         )
     vocab_size = fields.positive_int("vocab_size")
     identity = {"class": NULL_TOKENIZER_CLASS, "tokenizer_path": None, "vocab_size": str(vocab_size)}

@@ -22,7 +22,8 @@ def inputs_version(root: Path, recipe_bytes: bytes, path: Path) -> str:
     except RecipeError:
         return digest.hexdigest()
     dumps = dump_partitions.get_partition_keys()
-    digest.update(json.dumps(published_versions(root, [("tokenized", recipe.tokenizer)], dumps), sort_keys=True).encode())
+    tokenized = published_versions(root, [("tokenized", recipe.tokenizer)], dumps)
+    digest.update(json.dumps(tokenized, sort_keys=True).encode())
     probes = sorted({s.reweight.probe for s in recipe.sources if s.reweight is not None})
     if probes:  # a recipe without `reweight:` keeps the version it had
         losses = published_versions(root, [("probe_loss", probe) for probe in probes], dumps)

@@ -50,7 +50,9 @@ def source_table(stage: StagePlan, figures: Sequence[MemberFigures]) -> str:
         mine = [f for f in train if f.source == source]
         rows.append((source, len(mine), sum(f.tokens for f in mine), share,
                      sum(f.samples_drawn for f in mine), epochs.get(source, 0.0)))
-    return table(["source", "prefixes", "train-split tokens (repeats counted)", "target share", "samples drawn", "epochs"], rows)
+    return table(
+        ["source", "prefixes", "train-split tokens (repeats counted)", "target share", "samples drawn", "epochs"], rows
+    )
 
 
 def prefix_table(figures: Sequence[MemberFigures]) -> str:
@@ -132,7 +134,8 @@ def plot_shares(plan: MixturePlan, path: Path) -> Path:
     for phase in plan.recipe.phases:
         end = start + phase.tokens
         axes.axvline(end, color="black", linewidth=1)
-        axes.text((start + end) / 2, 1.02, f"{phase.name}\nseq {phase.seq_length}", ha="center", va="bottom", fontsize=8)
+        axes.text((start + end) / 2, 1.02, f"{phase.name}\nseq {phase.seq_length}",
+                  ha="center", va="bottom", fontsize=8)
         start = end
     axes.set(xlim=(0, bounds[-1]), ylim=(0, 1), xlabel="training tokens", ylabel="share of samples")
     axes.legend(loc="lower right", fontsize=8)
@@ -161,8 +164,10 @@ def reweighting_markdown(plan: MixturePlan, rows: Sequence[SourceStage], starts:
                       _group_row("dropped (highest loss)", w, result.dropped),
                       _group_row("repeated", w, result.repetitions > 1),
                       _group_row("listed once", w, result.repetitions == 1)]), "",
-                  f"Tokens added by repetitions: {_added_tokens(w):,} (each repetition beyond the first, whole documents).", "",
-                  "Multiplier distribution:", "", _multiplier_table(result.multipliers_in_place(w.losses[~result.dropped]), result.repetitions), "",
+                  f"Tokens added by repetitions: {_added_tokens(w):,} "
+                  "(each repetition beyond the first, whole documents).", "",
+                  "Multiplier distribution:", "",
+                  _multiplier_table(result.multipliers_in_place(w.losses[~result.dropped]), result.repetitions), "",
                   "The ten highest-loss documents (first 200 characters):", "",
                   table(["id", "bucket", "dump", "loss", "dropped", "text"],
                         [(i, b, d, round(loss, 3), "yes" if gone else "no", _cell(starts.get(i)))
@@ -215,7 +220,9 @@ def _mean(values: np.ndarray) -> float:
 
 def _multiplier_table(multipliers: np.ndarray, repetitions: np.ndarray) -> str:
     """`multipliers`: a scratch array (the quantiles partition it in place)."""
-    quantiles = np.quantile(multipliers, [0.0, 0.5, 0.9, 0.99, 1.0], overwrite_input=True) if len(multipliers) else np.zeros(5)
+    quantiles = (
+        np.quantile(multipliers, [0.0, 0.5, 0.9, 0.99, 1.0], overwrite_input=True) if len(multipliers) else np.zeros(5)
+    )
     rows = [("multiplier " + q, round(float(v), 3)) for q, v in zip(("min", "median", "p90", "p99", "max"), quantiles)]
     rows += [(f"listed {n}×", int(c)) for n, c in enumerate(np.bincount(repetitions)) if c]
     return table(["", "value"], rows)

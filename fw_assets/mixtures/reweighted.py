@@ -265,4 +265,5 @@ def _texts_of(files: list[Path], ids: pa.Array, characters: int) -> Iterator[tup
             rows = np.flatnonzero(found.to_numpy(zero_copy_only=False))
             if len(rows):
                 texts = parquet.read_row_group(group, columns=["id", "text"]).take(pa.array(rows))
-                yield from zip(texts.column("id").to_pylist(), (t[:characters] for t in texts.column("text").to_pylist()))
+                starts = (t[:characters] for t in texts.column("text").to_pylist())
+                yield from zip(texts.column("id").to_pylist(), starts)

@@ -101,7 +101,10 @@ def reweight(
     (naming the ids) and a median loss under MIN_TYPICAL_LOSS."""
     losses = np.asarray(losses, dtype=np.float64)
     if not max_multiplier >= 1:
-        raise ReweightingRefused(f"max_multiplier must be at least 1 (a document is never weighed below its plain share), got {max_multiplier}")
+        raise ReweightingRefused(
+            "max_multiplier must be at least 1 (a document is never weighed below its plain share), "
+            f"got {max_multiplier}"
+        )
     if max_multiplier > MAX_MULTIPLIER:
         raise ReweightingRefused(f"max_multiplier must be at most {MAX_MULTIPLIER:g} (data repeated more than a few "
                                  f"times is worth little more), got {max_multiplier:g}")
@@ -112,7 +115,10 @@ def reweight(
     bad = ~np.isfinite(losses)
     if bad.any():
         examples = ids(np.flatnonzero(bad)[:5])
-        raise ReweightingRefused(f"{count_rows(int(bad.sum()))} with a NaN or infinite loss (ids {', '.join(examples)}): re-run `probe_loss` for their dumps")
+        raise ReweightingRefused(
+            f"{count_rows(int(bad.sum()))} with a NaN or infinite loss (ids {', '.join(examples)}): "
+            "re-run `probe_loss` for their dumps"
+        )
     del bad
     typical = float(np.median(losses)) if len(losses) else MIN_TYPICAL_LOSS
     if typical < MIN_TYPICAL_LOSS:

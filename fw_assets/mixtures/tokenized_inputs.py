@@ -33,7 +33,8 @@ def tokenized_generations(
     with ExitStack() as stack:
         records = {}
         for dump in dumps:
-            record = stack.enter_context(checked_generation(root, publication_name("tokenized", tokenizer, dump), dump, log))
+            name = publication_name("tokenized", tokenizer, dump)
+            record = stack.enter_context(checked_generation(root, name, dump, log))
             if record is not None:
                 records[dump] = record
         yield records

@@ -47,7 +47,8 @@ class CausalLM:
                 "save_pretrained (config.json, weights, tokenizer files); nothing was published."
             ) from error
         self.max_tokens, self.batch_tokens = spec.max_tokens, spec.batch_tokens
-        self.prefix = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
+        self.prefix = bos if bos is not None else eos
         self._refuse_a_context_too_short(spec)
         self._refuse_ids_without_embeddings(spec)
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
@@ -88,7 +89,10 @@ class CausalLM:
         truncated = np.array([len(ids) > self.max_tokens for ids in encoded], bool)
         kept = [ids[: self.max_tokens] for ids in encoded]
         nbytes = np.array(
-            [len((self.tokenizer.decode(ids) if cut else text).encode()) for ids, text, cut in zip(kept, texts, truncated)],
+            [
+                len((self.tokenizer.decode(ids) if cut else text).encode())
+                for ids, text, cut in zip(kept, texts, truncated)
+            ],
             np.int64,
         )
         sequences = [([self.prefix] if self.prefix is not None else []) + ids for ids in kept]

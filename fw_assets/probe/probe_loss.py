@@ -103,7 +103,9 @@ def probe_loss(
             "truncated": {b: w.truncated for b, w in written.items()},
         }
         inputs = {  # the documents scored are the token files'; the model probe reads their texts
-            publication_name("tokenized", probe.tokenizer, dump): input_entry(tokens, tokenizer=tokens["contents"]["tokenizer"]),
+            publication_name("tokenized", probe.tokenizer, dump): input_entry(
+                tokens, tokenizer=tokens["contents"]["tokenizer"]
+            ),
             publication_name("bucketed", dump): input_entry(bucketed_record),
         }
         published = staging.publish(_moves(root, spec.name, dump, buckets, written), contents, inputs=inputs)
@@ -124,7 +126,9 @@ def _bucket_documents(
         )
     texts = recorded_bucket_files(root, bucketed_record)
     return [
-        BucketDocuments(bucket, token_prefix(root, tokenizer, bucket, dump), staging / bucket / f"{dump}.parquet", texts[bucket][1])
+        BucketDocuments(
+            bucket, token_prefix(root, tokenizer, bucket, dump), staging / bucket / f"{dump}.parquet", texts[bucket][1]
+        )
         for bucket, documents in tokens["contents"]["documents"].items()
         if documents
     ]
@@ -139,7 +143,8 @@ def _score(
         if tokenizer["kind"] != "tiktoken":
             raise dg.Failure(
                 f"Dump {dump}: the built-in probe reads tiktoken token files, but {tokenizer['name']} is a "
-                f"{tokenizer['kind']} tokenizer. Configure the probe's tokenizer or a model directory; nothing was published."
+                f"{tokenizer['kind']} tokenizer. Configure the probe's tokenizer or a model directory; "
+                "nothing was published."
             )
         byte_lengths = tiktoken_byte_lengths(tokenizer["name"], tokenizer["vocab_size"])
         return score_with_bigrams(buckets, tokenizer["vocab_size"], tokenizer["eod_id"], byte_lengths)

@@ -61,13 +61,17 @@ class LossWriter(KeepOnSuccess):
         self._rows = FixedRowGroups(path, LOSS_SCHEMA, ROW_GROUP_ROWS, compression="zstd", write_page_checksum=True)
         self.documents = self.tokens = self.truncated = 0
 
-    def add(self, ids: pa.Array, tokens: np.ndarray, nll: np.ndarray, nbytes: np.ndarray, truncated: np.ndarray) -> None:
+    def add(
+        self, ids: pa.Array, tokens: np.ndarray, nll: np.ndarray, nbytes: np.ndarray, truncated: np.ndarray
+    ) -> None:
         """Rows of documents that summed `nll` nats over `tokens` tokens and `nbytes` text bytes."""
         with np.errstate(divide="ignore", invalid="ignore"):
             loss = nll / tokens
             bits = nll / np.log(2) / nbytes
         self._rows.write(
-            pa.table([ids.cast(pa.string()), tokens.astype(np.int64), loss, bits, truncated.astype(bool)], schema=LOSS_SCHEMA)
+            pa.table(
+                [ids.cast(pa.string()), tokens.astype(np.int64), loss, bits, truncated.astype(bool)], schema=LOSS_SCHEMA
+            )
         )
         self.documents += len(ids)
         self.tokens += int(tokens.sum())
@@ -185,7 +189,9 @@ def score_with_model(
             for batch in reader:
                 texts = batch.column("text").to_pylist()
                 tokens, nll, nbytes, truncated = model.score(texts)
-                scored.append(pa.table({"id": batch.column("id"), "tokens": tokens, "nll": nll, "bytes": nbytes, "truncated": truncated}))
+                scored.append(pa.table(
+                    {"id": batch.column("id"), "tokens": tokens, "nll": nll, "bytes": nbytes, "truncated": truncated}
+                ))
         table = pa.concat_tables(scored).sort_by("id") if scored else None
         with LossWriter(bucket.output) as out:
             if table is not None:

@@ -1,5 +1,6 @@
-"""The tokenizing stage's contract, no Dagster. `tokenized.reconciliation`: per bucket, the token files hold exactly the ids the dump's dedup
-decisions keep (no near-duplicate tokenized, no kept document lost)."""
+"""The tokenizing stage's contract, no Dagster. `tokenized.reconciliation`: per bucket, the token
+files hold exactly the ids the dump's dedup decisions keep (no near-duplicate tokenized, no kept
+document lost)."""
 
 from collections.abc import Mapping
 from pathlib import Path

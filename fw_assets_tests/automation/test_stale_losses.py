@@ -67,10 +67,13 @@ def test_a_dump_with_a_run_under_way_waits_for_it(instance, sample_source, outpu
     assert set(requested(instance, sample_source, output)) == {SAMPLE_DUMPS[1]}
 
 
-def test_without_a_recipe_reweighting_by_the_probe_nothing_is_scored(instance, sample_source, output, tmp_path, monkeypatch):
+def test_without_a_recipe_reweighting_by_the_probe_nothing_is_scored(
+    instance, sample_source, output, tmp_path, monkeypatch
+):
     recipes(tmp_path, monkeypatch, RECIPE)
     result = tick(instance, sample_source, output)
-    assert not result.run_requests and "No recipe reweights by the configured probe builtin" in result.skip_reason.skip_message
+    assert not result.run_requests
+    assert "No recipe reweights by the configured probe builtin" in result.skip_reason.skip_message
     other = {**REWEIGHTED, "sources": {**REWEIGHTED["sources"], "top": {
         **REWEIGHTED["sources"]["top"], "reweight": {**REWEIGHTED["sources"]["top"]["reweight"], "probe": "tiny"}}}}
     recipes(tmp_path / "other", monkeypatch, other)

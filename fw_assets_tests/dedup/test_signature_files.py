@@ -93,5 +93,7 @@ def test_the_content_version_names_the_documents_whatever_their_order(tmp_path):
     assert versions[0] == versions[1]
     changed = rows.set_column(1, "text", pa.array([*texts[:-1], "a different text about lakes and rivers"]))
     pq.write_table(changed, tmp_path / "c.parquet")
-    write_minhash_file(duckdb.connect(), [("3.0", tmp_path / "c.parquet")], tmp_path / "mc.parquet", DUMP, MINHASH_POLICY)
+    write_minhash_file(
+        duckdb.connect(), [("3.0", tmp_path / "c.parquet")], tmp_path / "mc.parquet", DUMP, MINHASH_POLICY
+    )
     assert content_version(tmp_path / "mc.parquet") != versions[0]

@@ -48,4 +48,5 @@ def test_an_empty_index_matches_nothing_and_one_key_matches_itself():
     empty = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
     one = pa.table({"key": [7], "row": [0]}, schema=SORTED_KEYS_SCHEMA)
     assert [a.tolist() for a in matching_rows(key_index(*empty), one.to_batches())] == [[], []]
-    assert [a.tolist() for a in matching_rows(key_index(np.array([7], np.uint64), np.array([0], np.uint32)), one.to_batches())] == [[0], [0]]
+    seven = key_index(np.array([7], np.uint64), np.array([0], np.uint32))
+    assert [a.tolist() for a in matching_rows(seven, one.to_batches())] == [[0], [0]]

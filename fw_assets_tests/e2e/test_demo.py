@@ -45,7 +45,9 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
     assert kinds["gibberish"]["dropped share"] > 0.5 > kinds["typical"]["dropped share"] == 0
     assert kinds["contract"]["twice share"] > 0.3 > 0.05 > kinds["typical"]["twice share"]
     assert "materialized curriculum" in finished.stdout and "mixture curriculum" in finished.stdout
-    for row in ["| explore | explore-1 | 65,536 | 64 |", "| refine | refine-2 | 65,536 | 128 |", "| long | long | 65,536 | 256 |"]:
+    stage_rows = ["| explore | explore-1 | 65,536 | 64 |", "| refine | refine-2 | 65,536 | 128 |",
+                  "| long | long | 65,536 | 256 |"]
+    for row in stage_rows:
         assert row in finished.stdout  # the curriculum's stage table: context grows phase by phase
     assert (output / "mixtures" / "curriculum" / "shares.png").is_file()
     assert list((output / "mixtures" / "curriculum" / "packed" / "long").glob("part-*.parquet"))
@@ -82,8 +84,11 @@ def assert_printed_commands_work(stdout: str, folder) -> None:
     FW_ variables set) in the same folder, runs and finds what the demo published."""
     fresh = {name: value for name, value in os.environ.items() if not name.startswith("FW_")}
     commands = [line.split(":  ", 1)[1] for line in stdout.splitlines() if ":  " in line and " -m fw_assets." in line]
-    assert {"fw_assets.dedup explain", "fw_assets.mixtures explain"} <= {" ".join(c.split(" -m ")[1].split()[:2]) for c in commands}
+    shown = {" ".join(c.split(" -m ")[1].split()[:2]) for c in commands}
+    assert {"fw_assets.dedup explain", "fw_assets.mixtures explain"} <= shown
     for command in commands:
-        pasted = subprocess.run(["bash", "-c", command], env=fresh, cwd=folder, capture_output=True, text=True, timeout=300)
+        pasted = subprocess.run(
+            ["bash", "-c", command], env=fresh, cwd=folder, capture_output=True, text=True, timeout=300
+        )
         assert pasted.returncode == 0, f"{command}\n{pasted.stdout[-2000:]}{pasted.stderr[-2000:]}"
         assert "dropped" in pasted.stdout or '"documents"' in pasted.stdout or "kept" in pasted.stdout, pasted.stdout

@@ -67,7 +67,8 @@ def folders():
 def deployment(folders):
     extra_module("dagster_celery", "celery")
     if shutil.which("redis-server") is None or find_postgres_binaries() is None:
-        pytest.skip("needs Debian's redis-server and postgresql: apt-get install redis-server postgresql, as .ci/run does")
+        pytest.skip("needs Debian's redis-server and postgresql: "
+                    "apt-get install redis-server postgresql, as .ci/run does")
     local = LocalDeployment(folders["home"], folders["source"], folders["output"], len(WORKERS), CORES_PER_WORKER)
     try:
         webserver = local.up()
@@ -105,7 +106,8 @@ class Kill:
 @pytest.fixture(scope="module")
 def killed(deployment) -> Kill:
     backfill_id = deployment.webserver.launch_backfill(chain_asset_keys(), list(DUMPS))
-    run, step, host = wait_for("a step under way on a worker", lambda: step_under_way(deployment.webserver, backfill_id),
+    run, step, host = wait_for("a step under way on a worker",
+                               lambda: step_under_way(deployment.webserver, backfill_id),
                                240, every=0.2, logs=deployment.local.logs)
     at = deployment.local.kill_host(host)
     return Kill(run["runId"], step, host, at, wait_until_settled(deployment))
@@ -137,12 +139,16 @@ def redis_restarted(deployment, killed) -> RedisRestart:
 
 def assert_every_dump_as_one_machine_publishes_it(deployment: Deployment, one_machine: dict[str, str]) -> None:
     published = published_data(deployment.output)
-    differing = sorted(path for path in one_machine.keys() | published.keys() if one_machine.get(path) != published.get(path))
+    differing = sorted(
+        path for path in one_machine.keys() | published.keys() if one_machine.get(path) != published.get(path)
+    )
     assert not differing, f"{len(differing)} files differ from one machine's: {differing[:10]}"
 
 
 def assert_every_check_on_its_dump(deployment: Deployment) -> None:
-    problems = [p for check in chain_checks() for dump in DUMPS for p in attribution_problems(deployment.webserver, check, dump)]
+    problems = [
+        p for check in chain_checks() for dump in DUMPS for p in attribution_problems(deployment.webserver, check, dump)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -151,7 +157,8 @@ def assert_no_dump_ran_twice_at_once(deployment: Deployment, runs: list[dict]) -
     for run in runs:
         times = run_times(deployment.webserver, run["runId"])
         if times["startTime"]:
-            spans.setdefault(tag(run, "dagster/partition"), []).append((times["startTime"], times["endTime"], run["runId"]))
+            span = (times["startTime"], times["endTime"], run["runId"])
+            spans.setdefault(tag(run, "dagster/partition"), []).append(span)
     for dump, intervals in spans.items():
         intervals.sort()
         for (_, end, first), (start, _, second) in zip(intervals, intervals[1:]):

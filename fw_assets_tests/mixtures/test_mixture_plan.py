@@ -66,7 +66,8 @@ def test_checks_are_reported_per_recipe(demo_built):
     reweight = ("reweight_cap", "reweight_dropped", "reweight_coverage")  # and without `reweight:` these
     assert set(evaluations) == {"token_files", "sample_counts", "epochs", "blend_error", *curriculum, *reweight}
     assert all(e.partition == RECIPE_NAME for e in evaluations.values())
-    assert all(evaluations[name].passed for name in ("token_files", "sample_counts", "blend_error", *curriculum, *reweight))
+    passing = ("token_files", "sample_counts", "blend_error", *curriculum, *reweight)
+    assert all(evaluations[name].passed for name in passing)
     epochs = evaluations["epochs"]
     assert not epochs.passed and epochs.severity == dg.AssetCheckSeverity.WARN
     assert any("source top" in problem for problem in epochs.metadata["problems"].value)
@@ -130,7 +131,8 @@ def test_report_picture_and_checks_on_the_recipe_partition(curriculum_built):
     output, result = curriculum_built
     (metadata,) = [m.metadata for m in result.asset_materializations_for_node("mixture_plan")]
     picture = shares_picture_path(output, CURRICULUM_NAME)
-    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.parent == plan_path(output, CURRICULUM_NAME).parent
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.parent == plan_path(output, CURRICULUM_NAME).parent
     assert metadata["shares"].value.startswith("![") and "(data:image/png;base64," in metadata["shares"].value
     assert metadata["shares_png"].value == str(picture)
     report = report_path(output, CURRICULUM_NAME).read_text()
@@ -152,7 +154,9 @@ def test_report_picture_and_checks_on_the_recipe_partition(curriculum_built):
 
 def test_a_phase_read_beyond_max_epochs_blocks_the_plan(curriculum_built, sample_source, tmp_path, monkeypatch):
     output, _ = curriculum_built
-    published = {p: p.read_bytes() for p in (plan_path(output, CURRICULUM_NAME), shares_picture_path(output, CURRICULUM_NAME))}
+    published = {
+        p: p.read_bytes() for p in (plan_path(output, CURRICULUM_NAME), shares_picture_path(output, CURRICULUM_NAME))
+    }
     user_recipe(tmp_path, monkeypatch, lambda recipe: recipe["phases"][1].update(max_epochs=0.05))
     result = build_curriculum(sample_source, output)
     assert not result.success

@@ -68,7 +68,8 @@ def test_each_tokens_figure_is_named_for_what_it_counts(tmp_path, plenty):
 def spread_losses(root):
     def read(probe: str, dump: str, bucket: str) -> list[pa.RecordBatch]:
         ids = read_document_index(token_prefix(root, "synthetic", "4.0", dump))["id"].combine_chunks()
-        return pa.table({"id": ids, "loss": np.random.default_rng(1).lognormal(np.log(5.0), 0.3, len(ids))}).to_batches()
+        losses = np.random.default_rng(1).lognormal(np.log(5.0), 0.3, len(ids))
+        return pa.table({"id": ids, "loss": losses}).to_batches()
     return read
 
 

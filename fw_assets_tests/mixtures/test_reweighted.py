@@ -175,7 +175,8 @@ def test_a_drop_that_leaves_no_held_out_document_is_refused_by_the_drop_not_the_
     def read(probe: str, dump: str, bucket: str) -> list[pa.RecordBatch]:
         ids = read_document_index(token_prefix(tree / "out", TOKENIZER, "4.0", dump))["id"].combine_chunks()
         position = np.arange(len(ids))
-        return pa.table({"id": ids, "loss": np.where(position >= 0.9 * len(ids), 9.0, 5.0 + position * 1e-3)}).to_batches()
+        losses = np.where(position >= 0.9 * len(ids), 9.0, 5.0 + position * 1e-3)
+        return pa.table({"id": ids, "loss": losses}).to_batches()
 
     recipe = _recipe()
     recipe["sources"]["top"]["reweight"]["drop_top_share"] = 0.2

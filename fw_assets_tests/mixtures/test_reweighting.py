@@ -104,12 +104,14 @@ def test_a_median_loss_near_zero_is_refused(scale):
 def test_nan_and_infinite_losses_are_refused_naming_the_ids():
     losses = LOSSES.copy()
     losses[[3, 17]] = [np.nan, np.inf]
-    with pytest.raises(ReweightingRefused, match=r"2 rows with a NaN or infinite loss \(ids <urn:uuid:00000003>, <urn:uuid:00000017>\)"):
+    with pytest.raises(ReweightingRefused,
+                       match=r"2 rows with a NaN or infinite loss \(ids <urn:uuid:00000003>, <urn:uuid:00000017>\)"):
         reweight(IDS, losses, 2.0, 0.0, seed=1)
 
 
 def test_documents_without_a_loss_are_refused_naming_the_dump_and_how_many():
-    with pytest.raises(ReweightingRefused, match="Dump CC-MAIN-2013-20: the probe has no loss for 2 rows of the source's 2,000"):
+    with pytest.raises(ReweightingRefused,
+                       match="Dump CC-MAIN-2013-20: the probe has no loss for 2 rows of the source's 2,000"):
         aligned_losses("CC-MAIN-2013-20", IDS, IDS[2:], LOSSES[2:])
     assert (aligned_losses("CC-MAIN-2013-20", IDS[::-1], IDS, LOSSES) == LOSSES[::-1]).all()
 

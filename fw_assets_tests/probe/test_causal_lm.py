@@ -62,7 +62,8 @@ def test_a_document_far_longer_than_read_scores_as_its_first_tokens_encoded_whol
     """Encoded from a prefix (long words and runs of spaces make the first prefix too short, so it
     grows): the scored tokens are those of the whole text's encoding."""
     text = " ".join(("reading" * (i % 5 + 1)) + " " * (i % 7) + WORDS[i % len(WORDS)] for i in range(5_000))
-    tokens, nll, nbytes, truncated = CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=100, batch_tokens=4096)).score([text])
+    probe = CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=100, batch_tokens=4096))
+    tokens, nll, nbytes, truncated = probe.score([text])
     expected_tokens, expected_nll = direct_nll(tiny_model, text, 100)
     assert truncated[0] and tokens[0] == expected_tokens == 100
     assert abs(nll[0] - expected_nll) < 1e-3
@@ -83,7 +84,8 @@ def test_a_folder_that_is_not_a_model_is_refused_naming_it(tmp_path):
     folder = tmp_path / "not-a-model"
     folder.mkdir()
     (folder / "notes.txt").write_text("hello")
-    with pytest.raises(NotAModel, match=f"{folder} is not a Hugging Face causal language model directory \\(OSError: it has no config.json\\)"):
+    with pytest.raises(NotAModel, match=f"{folder} is not a Hugging Face causal language model directory "
+                                        "\\(OSError: it has no config.json\\)"):
         CausalLM(ProbeSpec("notes", folder))
 
 
@@ -100,7 +102,8 @@ def test_the_identity_is_the_model_directorys_bytes(tiny_model, tmp_path):
 
 
 def test_max_tokens_beyond_the_models_context_is_refused_before_scoring(tiny_model):
-    with pytest.raises(ValueError, match=r"Probe tiny: max_tokens 200 needs 201 positions \(one for the BOS prefix\), but the model .* has 128"):
+    with pytest.raises(ValueError, match=r"Probe tiny: max_tokens 200 needs 201 positions \(one for the BOS prefix\), "
+                                         r"but the model .* has 128"):
         CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=200, batch_tokens=4096))
 
 

@@ -100,17 +100,21 @@ def test_a_probe_name_that_is_not_a_plain_folder_name_is_refused(sample_source, 
         model.mkdir(exist_ok=True)
         result = run_probe(sample_source, output, ProbeResource(name=name, model_dir=str(model)), raise_on_error=False)
         assert not result.success
-        assert f"Probe name {name!r} is not allowed" in str(result.get_step_failure_events()[0].event_specific_data.error)
+        error = result.get_step_failure_events()[0].event_specific_data.error
+        assert f"Probe name {name!r} is not allowed" in str(error)
     assert not (output / "probe").exists()
 
 
-def test_a_probe_name_too_long_for_a_file_name_is_refused_before_anything_is_written(sample_source, tokenized_sample, tmp_path):
+def test_a_probe_name_too_long_for_a_file_name_is_refused_before_anything_is_written(
+    sample_source, tokenized_sample, tmp_path
+):
     """A 230-character name is a plain name, but `probe_loss-<name>-<dump>.write.lock` is longer
     than a file name may be: the name is refused by its length, naming the limit."""
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
     name = "m" * 230
     (tmp_path / "model").mkdir()
-    result = run_probe(sample_source, output, ProbeResource(name=name, model_dir=str(tmp_path / "model")), raise_on_error=False)
+    probe = ProbeResource(name=name, model_dir=str(tmp_path / "model"))
+    result = run_probe(sample_source, output, probe, raise_on_error=False)
     assert not result.success
     message = str(result.get_step_failure_events()[0].event_specific_data.error)
     assert f"Probe name {name!r} is not allowed" in message and "at most 100 characters" in message, message
@@ -202,7 +206,9 @@ def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source,
     assert "nothing was published" in error and not (output / "probe").exists()
 
 
-def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published(sample_source, tokenized_sample, tmp_path):
+def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published(
+    sample_source, tokenized_sample, tmp_path
+):
     pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     import torch
     from transformers import AutoModelForCausalLM
@@ -236,7 +242,8 @@ def test_probe_loss_materializes_from_the_cli(sample_source, tokenized_sample, t
     assert completed.returncode == 0, completed.stderr[-3000:]
     with published_losses(output, "builtin", DUMP) as losses:
         assert losses.num_rows == sum(
-            len(read_document_index(token_prefix(output, CL100K, b, DUMP))) for b in losses.column("bucket").unique().to_pylist()
+            len(read_document_index(token_prefix(output, CL100K, b, DUMP)))
+            for b in losses.column("bucket").unique().to_pylist()
         )
 
 
@@ -255,6 +262,7 @@ def test_the_builtin_probe_ranks_gibberish_highest_and_the_other_register_above_
     assert set(kinds[~top_bucket]) == {"typical"}, "every plant lies in the top bucket"
     gibberish, contract, typical = (loss[kinds == k] for k in ("gibberish", "contract", "typical"))
     assert len(gibberish) > 50 and len(contract) > 50
-    assert (np.sort(loss)[::-1][: len(gibberish)] == np.sort(gibberish)[::-1]).all(), "the gibberish holds the top losses"
+    top = np.sort(loss)[::-1][: len(gibberish)]
+    assert (top == np.sort(gibberish)[::-1]).all(), "the gibberish holds the top losses"
     assert np.median(typical) < np.median(contract) < gibberish.min()
     assert np.quantile(contract, 0.1) > np.median(typical)

@@ -57,7 +57,9 @@ def read_source(source_root: Path, dump: str) -> pa.Table:
     return pa.concat_tables(pq.read_table(f) for f in files)
 
 
-def unfinished_run(instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus, job: str = dump_chain_job.name) -> str:
+def unfinished_run(
+    instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus, job: str = dump_chain_job.name
+) -> str:
     """A run of the dump's chain (or of another job) as the daemon queues it (from the code
     location) or the CLI starts it; returns its id."""
     origin = RemoteJobOrigin(

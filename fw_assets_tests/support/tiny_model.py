@@ -14,9 +14,14 @@ def save_tiny_model(folder: Path, seed: int = 0, missing_ids: int = 0) -> Path:
 
     core = Tokenizer(models.WordLevel(unk_token="[UNK]"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.train_from_iterator([" ".join(WORDS)] * 3, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<|endoftext|>", "[PAD]"]))
+    trainer = trainers.WordLevelTrainer(special_tokens=["[UNK]", "<|endoftext|>", "[PAD]"])
+    core.train_from_iterator([" ".join(WORDS)] * 3, trainer)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="[UNK]", bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="[PAD]"
+        tokenizer_object=core,
+        unk_token="[UNK]",
+        bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>",
+        pad_token="[PAD]",
     )
     torch.manual_seed(seed)
     config = GPT2Config(vocab_size=core.get_vocab_size() - missing_ids, n_positions=128, n_embd=32, n_layer=1, n_head=2,

@@ -114,7 +114,8 @@ def test_every_tricky_text_is_tiktokens_tokens_and_eod_in_the_token_files(tmp_pa
     texts = {f"<urn:uuid:{rng.integers(1 << 62):x}>": text for text in TRICKY}
     pq.write_table(pa.table({"id": list(texts), "text": list(texts.values())}), tmp_path / "bucket.parquet")
     decisions = tmp_path / "decisions.parquet"
-    pq.write_table(pa.table({"id": list(texts), "bucket": ["3.0"] * len(texts), "keep": [True] * len(texts)}), decisions)
+    kept = pa.table({"id": list(texts), "bucket": ["3.0"] * len(texts), "keep": [True] * len(texts)})
+    pq.write_table(kept, decisions)
     (tmp_path / "out").mkdir()
     bucket = BucketInput("3.0", [tmp_path / "bucket.parquet"], len(texts), tmp_path / "out" / DUMP, decisions)
     tokenize_directly([bucket], tmp_path / "scratch", lambda line: None, 2, 100, 10_000)
