@@ -1,5 +1,5 @@
 """What a dump looks like to the bucketing chain: the facts that move its speed against the seed's
-datatrove pipeline (issue 26), for any folder of FineWeb-Edu parquet files.
+datatrove pipeline, for any folder of FineWeb-Edu parquet files.
 
     python -m bench.data_shape DUMP_FOLDER [DUMP_FOLDER ...]
 

@@ -35,7 +35,7 @@ defs = dg.Definitions(
             mixture_inputs, mixture_plan, megatron_indexes, packed],
     # A dump's run is a chain whose every step already uses all usable cores (DuckDB threads, the
     # tokenizer's process pool): a process per step would only add a Python + Dagster start per
-    # step (2x the time of a 1M-document dump, BENCHMARKS.md). Dumps run in parallel as runs.
+    # step (2x the time of a 1M-document dump, docs/benchmarks.md). Dumps run in parallel as runs.
     executor=dg.in_process_executor,
     jobs=[dump_chain_job, probe_losses_job],
     sensors=[new_dumps, stale_dedup, stale_losses, recipe_inputs],

@@ -73,7 +73,8 @@ def claim_output_folder(instance: dg.DagsterInstance, output_root: Path) -> None
 # default (524,288) holds ~2.7 GB of web pages per thread: peak memory grew with the dump, and a
 # 4M-document dump hit the memory limit and spilled (3.5x slower). At 2,048 the bucketed step
 # peaks at ~0.75 GB on two threads whatever the dump's size and spends no more CPU (smaller
-# buffers stay in cache); row groups are bounded in `write_buckets.sql`. Evidence in BENCHMARKS.md.
+# buffers stay in cache); row groups are bounded in `write_buckets.sql`. Evidence in
+# docs/benchmarks.md (Memory of the DuckDB steps).
 PARTITIONED_WRITE_FLUSH_ROWS = 2048
 
 

@@ -2,8 +2,8 @@
 
 A run killed with kill -9 (or by the OOM killer) stays STARTED in Dagster's history forever: a CLI
 run is not watched by the daemon, and Dagster 1.13's run monitoring cannot check the health of the
-default launcher's runs either. Such runs used to keep their pool slot claimed and count against
-`max_concurrent_runs`. So every step records its host and process in its run's tags, and every
+default launcher's runs either. Left so, such runs would keep their pool slot claimed and count
+against `max_concurrent_runs`. So every step records its host and process in its run's tags, and every
 step and every sensor tick fails the STARTED runs of this host whose process is gone. (Runs on
 Celery workers are watched by run monitoring through fw_assets.deploy.celery_launcher.)
 

@@ -161,8 +161,9 @@ def test_tokenizer_workers_die_with_a_killed_run():
 
 @pytest.mark.e2e
 def test_two_killed_cli_runs_never_hold_the_run_queue(tmp_path, dagster_home):
-    """Two CLI runs killed -9 used to stay STARTED and fill max_concurrent_runs (2), so the sensor's
-    runs queued forever. The sensor's tick now fails them, and the new dump's run finishes."""
+    """Two CLI runs killed -9 stay STARTED in Dagster's history; left so, they would fill
+    max_concurrent_runs (2) and the sensor's runs would queue forever. The sensor's tick fails them,
+    and the new dump's run finishes."""
     home, source, output = dagster_home, tmp_path / "source", tmp_path / "out"
     killed = []
     slots = output / ".staging" / "slots" / os.uname().nodename

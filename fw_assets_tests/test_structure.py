@@ -271,7 +271,7 @@ def test_plain_modules_do_not_import_dagster():
 
 
 # Libraries only a step uses: loading the code location (the webserver, the daemon, every run's
-# process) must not import them. pandas + pandera cost ~0.45 CPU s (BENCHMARKS.md).
+# process) must not import them. pandas + pandera cost ~0.45 CPU s (docs/benchmarks.md).
 STEP_ONLY_LIBRARIES = ("pandas", "pandera", "tiktoken", "tokenizers", "numba", "torch", "datatrove")
 
 

@@ -7,7 +7,7 @@
 --           holding an id are then the smallest and largest path)
 --
 -- Files are told apart by their index in $files, not their path: a path per row in the id hash
--- table cost 2.2x the CPU (0.17 vs 0.08 s per 200k rows, BENCHMARKS.md).
+-- table cost 2.2x the CPU (0.17 vs 0.08 s per 200k rows, docs/benchmarks.md).
 WITH duplicated AS (
     SELECT
         id,

@@ -28,11 +28,11 @@ COPY (
     COMPRESSION zstd,
     PARTITION_BY (bucket),
     -- Level 1, as pyarrow (and so the seed's datatrove writer) writes zstd: a third less CPU
-    -- than DuckDB's default level 3 for ~12 % larger files (BENCHMARKS.md).
+    -- than DuckDB's default level 3 for ~12 % larger files (docs/benchmarks.md).
     COMPRESSION_LEVEL 1,
     -- Upper bounds; the bytes bound decides for web pages: row groups of ~4 MB (~700 pages, the
     -- source's are ~5 MB) keep the writer's buffers small and reused. Rows alone made ~45 MB
-    -- groups, each buffer freshly paged in: ~1 CPU s more per 1M-document dump (BENCHMARKS.md).
+    -- groups, each buffer freshly paged in: ~1 CPU s more per 1M-document dump (docs/benchmarks.md).
     ROW_GROUP_SIZE 16384,
     ROW_GROUP_SIZE_BYTES 4000000,
     FILENAME_PATTERN 'part-{i}'

@@ -2,7 +2,7 @@
 
 A later dump's decisions read the sorted band keys and the signatures of every earlier dump, but
 use only the rows that share a key. Memory-mapped Arrow needs no decoding or copying (the parquet
-reads cost 2-3 times the merge itself, BENCHMARKS.md), and the digests (xxh3, ~20 GB/s) still
+reads cost 2-3 times the merge itself, docs/benchmarks.md), and the digests (xxh3, ~20 GB/s) still
 catch a damaged byte, which Arrow IPC alone would not. A digest per column, as parquet has a
 checksum per page: a reader of some columns verifies (and maps) those only, e.g. the ids of a
 signatures file without its signatures, five times their size.

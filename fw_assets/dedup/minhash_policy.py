@@ -25,10 +25,10 @@ class Scope(StrEnum):
 # hashing (fw_assets.dedup.signing); bump it when either changes, so files written before are
 # refused as "another policy".
 SHINGLING_VERSION = 1
-# Version of the `minhash` file's columns (fw_assets.dedup.signature_files); bump it when they
-# change, so that files written before are refused by the same fingerprint check. 2: `text_start` added;
-# 3: signatures and sorted keys in checksummed Arrow files beside it; 4: a digest per column;
-# 5: the content version (fw_assets.dedup.content_versions) in the sorted keys file.
+# Version of the `minhash` file's columns (fw_assets.dedup.signature_files): with `text_start`, the
+# signatures and sorted keys in Arrow files beside it with a digest per column, and the content
+# version (fw_assets.dedup.content_versions) in the sorted keys file. Bump it when they change, so
+# that files written before are refused by the same fingerprint check.
 MINHASH_FILE_VERSION = 5
 
 

@@ -57,7 +57,7 @@ class KeyIndex:
     `present`, a bitmap of about 16 bits a key (a key whose bit is clear is not there: ~94 % of an
     earlier dump's keys are ruled out by one bit test), and `starts`, where the keys of each bucket
     of the top `bucket_bits` begin (about one key a bucket). An earlier dump's sorted keys are then
-    probed in one pass whose steps do not depend on each other, unlike a merge's (BENCHMARKS.md)."""
+    probed in one pass whose steps do not depend on each other, unlike a merge's (docs/benchmarks.md)."""
 
     keys: np.ndarray
     rows: np.ndarray

@@ -8,7 +8,8 @@ So, as PostgreSQL's `backend_flush_after` and RocksDB's `bytes_per_sync` do, eac
 is sent to the disk at once (`sync_file_range`), and a few windows later, once on the disk,
 dropped from the cache (`POSIX_FADV_DONTNEED`): the kernel reuses those pages for the next
 windows. Measured on the benchmark machine: `tokenized` of a 300k-document multi-script dump
-takes ~8 CPU-seconds less in ~70 (BENCHMARKS.md). Linux only; elsewhere the file is written as usual.
+takes ~8 CPU-seconds less in ~70 (docs/benchmarks.md). Linux only; elsewhere the file is written
+as usual.
 """
 
 import ctypes

@@ -1,8 +1,8 @@
 """The production instance for real: deploy/dagster.postgres.yaml as DAGSTER_HOME's dagster.yaml on a
-real PostgreSQL server (127.0.0.1, a free port, a password with URL-special characters), used as the
-README says: `dagster instance migrate`, one dump materialized from the CLI, then the webserver and
-the daemon, and two dumps backfilled the way the UI launches a backfill; then the first two
-backfilled again and the third materialized from the CLI, which re-runs nothing (issue 28)."""
+real PostgreSQL server (127.0.0.1, a free port, a password with URL-special characters), used as
+docs/operations.md says: `dagster instance migrate`, one dump materialized from the CLI, then the
+webserver and the daemon, and two dumps backfilled the way the UI launches a backfill; then the
+first two backfilled again and the third materialized from the CLI, which re-runs nothing."""
 
 import os
 import shutil

@@ -300,7 +300,7 @@ def test_a_checks_page_shows_one_dumps_result_on_that_dumps_materialization(serv
 @dataclass(frozen=True)
 class RepeatedDumps:
     """The first two dumps backfilled again (same files: the same band keys), then the third
-    materialized from the CLI, with `stale_dedup` running throughout (issue 28)."""
+    materialized from the CLI, with `stale_dedup` running throughout."""
 
     runs: list[dict]  # every run launched meanwhile
     settled: dict[str, tuple[str, list[str]]]  # what the UI then says of each dump's decisions

@@ -119,7 +119,7 @@ class DagsterServices:
         self.url = f"http://127.0.0.1:{self.port}"
         workspace = str(REPO_ROOT / "workspace.yaml")
         full_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
-        # Create the schemas first (as the README says): two services creating them at once race.
+        # Create the schemas first (as docs/operations.md says): two services creating them at once race.
         migrate_instance(full_env)
         self.services = [
             Service("webserver", [str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(self.port),

@@ -4,7 +4,7 @@ vectorised (Arrow kernels and numpy), called "the Arrow path".
 Text is normalised in datatrove's MinHash steps (lower case; digit runs, decimals included, to
 `0`; punctuation and symbols to spaces; accents stripped; whitespace collapsed), with one
 difference: every Unicode punctuation and symbol character is a separator here, where datatrove
-folds a fixed list of 129 (same words on ASCII text, see BENCHMARKS.md), then split on
+folds a fixed list of 129 (same words on ASCII text, see docs/benchmarks.md), then split on
 whitespace, and every word hashed once per batch (Arrow's dictionary encoding finds the
 distinct words). A shingle's hash combines its n word hashes in order, so it depends on the
 words alone: the same text gets the same shingles in any batch, at any thread count.

@@ -6,7 +6,7 @@ dataset_sample_index which of its samples (its running count).
 
 The loop is sequential by nature (every draw changes the next step's errors) and costs
 samples × datasets steps: 10^11 for a 1T-token, 440-prefix blend. Megatron runs it in C++; here
-numba compiles the same loop (a Python loop would take hours, see BENCHMARKS.md). Ours differs in
+numba compiles the same loop (a Python loop would take hours, see docs/benchmarks.md). Ours differs in
 form only: Megatron's `verbose` printing is left out, and the caller passes the output arrays
 (memmaps of the `.npy` files) instead of receiving them.
 """
