@@ -73,7 +73,7 @@ class Target:
         return self.measured >= self.limit if self.at_least else self.measured <= self.limit
 
 
-# Issue 26: the step ≥ 4 × ideal tiktoken on prose, and never slower on text that defeats caches.
+# `tokenized`'s target: ≥ 4 × ideal tiktoken on prose, and never slower on text that defeats caches.
 TOKENIZED_SPEEDUP_NEEDED = {MULTISCRIPT: 1.0}
 TOKENIZED_SPEEDUP_ON_PROSE = 4.0
 
