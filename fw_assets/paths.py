@@ -18,8 +18,8 @@
     <output_root>/published/<name>.json                    each output's generation record
     <output_root>/.staging/                                staging folders, locks, slots, DuckDB spill
 
-Nothing here touches the disk except `bucketed_files` and `published_decisions`, which list what
-was published.
+Nothing here touches the disk except `bucketed_files` and `decision_files`, which list what
+is there.
 """
 
 import re
@@ -147,13 +147,10 @@ def dedup_path(output_root: Path, dump: str) -> Path:
     return output_root / "dedup" / f"{dump}.parquet"
 
 
-def published_decisions(output_root: Path) -> dict[str, Path]:
-    """Every dump whose dedup decisions were published (it has a generation record), with its
-    decision file."""
-    prefix = publication_name("dedup", "")
-    records = generation_record_path(output_root, prefix).parent.glob(f"{prefix}*.json")
-    dumps = sorted(path.stem.removeprefix(prefix) for path in records)
-    return {dump: dedup_path(output_root, dump) for dump in dumps}
+def decision_files(output_root: Path) -> dict[str, Path]:
+    """Every dump with a decision file on disk (`dedup/<dump>.parquet`), by dump, in name order;
+    whether each is published (has its generation record) is for the reader to check."""
+    return {path.stem: path for path in sorted(dedup_path(output_root, "").parent.glob("*.parquet"))}
 
 
 def tokenized_root(output_root: Path) -> Path:

@@ -10,9 +10,9 @@ import duckdb
 
 from fw_assets import settings
 from fw_assets.dedup.explain import explain
-from fw_assets.formats.lineage import StaleInput, refuse_stale_inputs
+from fw_assets.formats.lineage import StaleInput, refresh_command, refuse_stale_inputs
 from fw_assets.lib.publish import recorded_generation
-from fw_assets.paths import minhash_path, publication_name, published_decisions
+from fw_assets.paths import decision_files, generation_record_path, minhash_path, publication_name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the output root (default: ${settings.OUTPUT_DIR_ENV} or {settings.DEFAULT_OUTPUT_DIR})",
     )
     args = parser.parse_args(argv)
-    decisions = published_decisions(args.output)
+    decisions = decision_files(args.output)
     if not decisions:
         print(f"No decision files under {settings.described_output_dir(args.output)}: materialize deduplicated first.")
         return 2
@@ -37,14 +37,27 @@ def main(argv: list[str] | None = None) -> int:
                 unknown += 1
                 print(f"{doc_id}: in no decision file of {len(decisions)} dump(s) under {args.output}")
             for why in found:  # an id in several dumps: each dump's decision, in crawl order
-                try:  # its bands are read from minhash files that must be the ones it was decided on
-                    decided_on = recorded_generation(args.output, publication_name("dedup", why.dump))
-                    refuse_stale_inputs(args.output, decided_on)
-                except StaleInput as error:
-                    print(error, file=sys.stderr)
+                if refusal := _unexplainable(args.output, why.dump, decisions[why.dump]):
+                    print(refusal, file=sys.stderr)
                     return 2
                 print(why.describe())
     return 1 if unknown else 0
+
+
+def _unexplainable(output: Path, dump: str, decisions: Path) -> str | None:
+    """Why the decisions of `dump` cannot be explained (None if they can): their bands are read
+    from the minhash files they were decided on, which only their generation record names."""
+    name = publication_name("dedup", dump)
+    record = recorded_generation(output, name)
+    if record is None:
+        return (f"Dump {dump}: {decisions} has no generation record ({generation_record_path(output, name)}) "
+                f"under {output}, so the minhash files it was decided on are unknown. Make the decisions "
+                f"again: `{refresh_command(name, dump)}`.")
+    try:
+        refuse_stale_inputs(output, record)
+    except StaleInput as error:
+        return str(error)
+    return None
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def publication_stage(name: str) -> str:
     return name.split("-", 1)[0]
 
 
-def _refresh_command(name: str, partition: str) -> str:
+def refresh_command(name: str, partition: str) -> str:
     """The command that publishes `name` (of `partition`) again from what is published now."""
     select = REFRESHED_BY[publication_stage(name)]
     return f"dagster asset materialize -m fw_assets.definitions --select {select} --partition {partition}"
@@ -63,7 +63,7 @@ def _stale_message(record: dict, changed: list[ChangedInput]) -> str:
     more = f"; and {len(changed) - SHOWN} more inputs" if len(changed) > SHOWN else ""
     return (
         f"{_partition_label(name, partition)}: {name} (generation {record['generation']}) is stale: {reasons}{more}. "
-        f"Make it again from what is published now: `{_refresh_command(name, partition)}`."
+        f"Make it again from what is published now: `{refresh_command(name, partition)}`."
     )
 
 

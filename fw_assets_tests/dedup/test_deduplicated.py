@@ -24,7 +24,7 @@ from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
 from fw_assets.definitions import defs
 from fw_assets.lib.markdown import literal
-from fw_assets.lib.publish import changed_inputs
+from fw_assets.lib.publish import changed_inputs, recorded_generation
 from fw_assets.paths import (
     dedup_path,
     generation_record_path,
@@ -277,6 +277,38 @@ def test_explain_says_why_a_document_was_dropped(in_order, capsys):
     assert "share band(s)" in lines[0] and f"{dropped['similarity']:.3f}" in lines[0]
     assert lines[1].endswith("is kept.")
     assert dedup_command(["explain", "<urn:uuid:nothing>", "--output", str(output)]) == 1
+
+
+def test_explain_refuses_decisions_older_than_the_published_bucketed(source, in_order, tmp_path, capsys):
+    """Decisions made from an older bucketing of the dump are refused, naming both generations and
+    the command that decides again."""
+    output = tmp_path / "rebucketed"
+    shutil.copytree(in_order[0], output)
+    decided_from = recorded_generation(output, publication_name("bucketed", LATE))["generation"]
+    materialize_dump(source, output, LATE, assets=[bucketed])
+    now = recorded_generation(output, publication_name("bucketed", LATE))["generation"]
+    dropped = next(r for r in pq.read_table(dedup_path(output, LATE)).to_pylist() if not r["keep"])
+    capsys.readouterr()  # the run's log
+    assert dedup_command(["explain", dropped["id"], "--output", str(output)]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    for expected in (f"Dump {LATE}: dedup-{LATE} (generation ", ") is stale: it was made from generation "
+                     f"{decided_from} of bucketed-{LATE}, but generation {now} is published now",
+                     f"`dagster asset materialize -m fw_assets.definitions --select deduplicated --partition {LATE}`"):
+        assert expected in printed.err, printed.err
+
+
+def test_explain_of_a_decision_file_without_its_generation_record_names_it_and_the_command(in_order, tmp_path, capsys):
+    """Without its record, which minhash files a decision file was made from is unknown."""
+    output = tmp_path / "unrecorded"
+    shutil.copytree(in_order[0], output)
+    generation_record_path(output, publication_name("dedup", LATE)).unlink()
+    dropped = next(r for r in pq.read_table(dedup_path(output, LATE)).to_pylist() if not r["keep"])
+    assert dedup_command(["explain", dropped["id"], "--output", str(output)]) == 2
+    printed = capsys.readouterr().err
+    assert f"Dump {LATE}: {dedup_path(output, LATE)} has no generation record" in printed
+    assert str(generation_record_path(output, publication_name("dedup", LATE))) in printed
+    assert f"`dagster asset materialize -m fw_assets.definitions --select deduplicated --partition {LATE}`" in printed
 
 
 def test_a_repeated_dump_warns_on_its_drop_share_and_still_publishes(source, in_order, tmp_path):

@@ -4,6 +4,7 @@ damaged underneath, or re-scored since the plan, are refused by name with nothin
 losses are part of the plan's inputs (stale once re-scored); and the whole way from the CLI."""
 
 import json
+import logging
 import random
 import shutil
 import subprocess
@@ -49,7 +50,7 @@ from fw_assets_tests.support.materialized_mixtures import (
     tokenize,
     write_recipe,
 )
-from fw_assets_tests.support.probe_losses import published_losses
+from fw_assets_tests.support.probe_losses import published_losses, republish_equal_losses
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources, subprocess_env
 from fw_assets_tests.support.tiny_model import save_tiny_model
 from fw_assets_tests.support.trees import published_tree, writable_copy
@@ -116,6 +117,26 @@ def test_a_probe_file_damaged_underneath_is_refused_by_the_plan_naming_it(probed
     message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
     assert f"the published probe loss file probe/builtin/4.0/{SAMPLE_DUMPS[1]}.parquet is damaged" in message
     assert published_tree(output) == before
+
+
+def test_equal_losses_at_the_cut_are_counted_in_the_metadata_and_warned_of_in_the_log(
+    probed, sample_source, tmp_path, monkeypatch
+):
+    """Every document scored 4.5: the 1 % dropped are chosen by the order of their ids, which the
+    plan's metadata counts and the run's log says at WARNING, where the CLI and the UI show it."""
+    output = _copy(probed, tmp_path, monkeypatch)
+    for dump in SAMPLE_DUMPS:
+        republish_equal_losses(output, "builtin", dump, loss=4.5)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = build(sample_source, output, [mixture_plan], instance=instance)
+        assert result.success
+        warnings = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    (materialization,) = result.asset_materializations_for_node("mixture_plan")
+    dropped = materialization.metadata["dropped_documents_top"].value
+    assert dropped > 0 and materialization.metadata["dropped_by_id_among_equal_losses_top"].value == dropped
+    (tie,) = [m for m in warnings if m.startswith(f"Recipe {RECIPE_NAME}: source top: ")]
+    assert (f"documents share the loss 4.5 at the cut of the top 1.0%: {dropped:,} of them were dropped by "
+            "the order of their ids, not by their loss") in tie, tie
 
 
 def test_losses_rescored_since_the_plan_make_it_stale_and_are_refused(probed, sample_source, tmp_path, monkeypatch):
