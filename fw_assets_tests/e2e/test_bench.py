@@ -17,7 +17,7 @@ def test_bench_command_measures_and_cross_checks_the_bucketing_cases(tmp_path):
         [sys.executable, "-m", "bench.run", "--rows", "3000", "--files", "2", "--dumps", "1",
          "--runs", "1", "--groups", "bucketing", "--cases", "fw_sql,floor,floor_partitioned,datatrove",
          "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results")],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     out = completed.stdout
@@ -41,7 +41,7 @@ def test_bench_fixed_group_measures_imports_and_an_empty_dagster_run(tmp_path):
         [sys.executable, "-m", "bench.run", "--rows", "3000", "--files", "2", "--dumps", "1",
          "--runs", "1", "--groups", "fixed",
          "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results")],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     rows = [line for line in completed.stdout.splitlines() if line.startswith("| ")]

@@ -30,7 +30,7 @@ from fw_assets_tests.support.dagster_services import attribution_problems, chain
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
-from fw_assets_tests.support.trees import published_data
+from fw_assets_tests.support.trees import published_data, without_probe_losses
 
 pytestmark = pytest.mark.e2e
 
@@ -138,7 +138,7 @@ def redis_restarted(deployment, killed) -> RedisRestart:
 
 
 def assert_every_dump_as_one_machine_publishes_it(deployment: Deployment, one_machine: dict[str, str]) -> None:
-    published = published_data(deployment.output)
+    published, one_machine = without_probe_losses(published_data(deployment.output)), without_probe_losses(one_machine)
     differing = sorted(
         path for path in one_machine.keys() | published.keys() if one_machine.get(path) != published.get(path)
     )

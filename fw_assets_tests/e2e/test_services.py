@@ -188,7 +188,7 @@ def test_each_dump_of_the_sensor_and_the_backfill_has_its_checks_on_its_own_mate
 
 
 def test_a_dump_materialized_from_the_cli_has_its_checks_on_its_own_materialization(
-    services, world, cli_run
+    services, world, cli_run, cli_reruns
 ):
     assert_whole_chain_succeeded(cli_run.run)
     assert_published(world["output"], CLI_DUMP)
@@ -218,8 +218,19 @@ def test_the_lineage_shows_each_dumps_decisions_reading_the_band_keys_of_every_e
         assert read == {d for d in known_dumps() if d < dump}, dump
 
 
+@pytest.fixture(scope="module")
+def cli_reruns(services, cli_run) -> list[dict]:
+    """The runs `stale_dedup` launches once the CLI's earlier dump makes the later dumps' decisions
+    stale, each ended, and every dump's decisions current again."""
+    def reruns() -> list[dict] | None:
+        runs = [r for r in stale_dedup_runs(services) if r["runId"] not in cli_run.earlier_reruns]
+        return runs if runs and all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]) else None
+
+    return wait_for("stale_dedup to re-run the later dumps", reruns, 240, every=3, logs=services.logs)
+
+
 def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_stale_dedup_reruns_them(
-    services, cli_run
+    services, cli_run, cli_reruns
 ):
     assert {dump: status for dump, (status, _) in cli_run.before.items()} == dict.fromkeys(
         (SENSOR_DUMP, *BACKFILL_DUMPS), "FRESH"
@@ -227,14 +238,8 @@ def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_sta
     assert cli_run.after[SENSOR_DUMP] == cli_run.after[CLI_DUMP] == ("FRESH", [])
     for dump in BACKFILL_DUMPS:
         assert cli_run.after[dump] == ("STALE", [f"band_key_index[{CLI_DUMP}]: has a new data version"])
-
-    def reruns() -> list[dict] | None:
-        runs = [r for r in stale_dedup_runs(services) if r["runId"] not in cli_run.earlier_reruns]
-        return runs if runs and all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]) else None
-
-    runs = wait_for("stale_dedup to re-run the later dumps", reruns, 240, every=3, logs=services.logs)
-    assert sorted(tag(run, "dagster/partition") for run in runs) == sorted(BACKFILL_DUMPS)  # one each
-    for run in runs:
+    assert sorted(tag(run, "dagster/partition") for run in cli_reruns) == sorted(BACKFILL_DUMPS)  # one each
+    for run in cli_reruns:
         assert {s["stepKey"]: s["status"] for s in run["stepStats"]} == dict.fromkeys(
             ("deduplicated", "tokenized"), "SUCCESS"
         )

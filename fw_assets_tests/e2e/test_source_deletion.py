@@ -6,7 +6,6 @@ reweighting both dumps plans and builds, the UI shows every published asset of i
 and fresh, and the sensor names it as deleted. The one thing a user can no longer do is bucket it
 again: that run fails naming the missing folder and changes nothing published."""
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from fw_assets_tests.support.dagster_services import (
     dagster_cli,
     wait_for,
 )
+from fw_assets_tests.support.trees import published_tree, without_probe_losses
 
 pytestmark = pytest.mark.e2e
 
@@ -81,12 +81,6 @@ def cli_env(world: dict[str, Path]) -> dict[str, str]:
     return {**os.environ, **env_of(world), "DAGSTER_HOME": str(world["home"])}
 
 
-def published_files(output: Path) -> dict[str, str]:
-    """sha256 of every published file of the output tree (staging aside)."""
-    return {str(p.relative_to(output)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(output.rglob("*")) if p.is_file() and ".staging" not in p.parts}
-
-
 def ticks(services: DagsterServices, sensor: str, limit: int = 50) -> list[dict]:
     """The sensor's latest ticks, newest first: timestamp, status, runIds, skipReason."""
     data = services.graphql(
@@ -103,7 +97,7 @@ def deleted(services, world) -> dict:
     """FIRST processed by the sensor, its source deleted, then LATER processed by the sensor."""
     write_sample_dump(world["source"], FIRST, rows=ROWS, files=2)
     services.wait_for_runs("the sensor's run of the first dump", {"dagster/partition": FIRST}, 1)
-    before = published_files(world["output"])
+    before = without_probe_losses(published_tree(world["output"]))
     shutil.rmtree(source_dump_dir(world["source"], FIRST))
     deleted_at = time.time()
     write_sample_dump(world["source"], LATER, rows=ROWS, files=2)
@@ -137,7 +131,7 @@ def test_the_ui_shows_the_deleted_dump_materialized_and_fresh(services, deleted)
 
 def test_its_outputs_feed_everything_after_bucketing(services, world, deleted):
     env, home = cli_env(world), world["home"]
-    later = published_files(world["output"])
+    later = without_probe_losses(published_tree(world["output"]))
     assert {k: v for k, v in later.items() if FIRST in k} == {k: v for k, v in deleted["before"].items() if FIRST in k}
     for dump in (FIRST, LATER):
         dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "probe_loss",
@@ -149,7 +143,7 @@ def test_its_outputs_feed_everything_after_bucketing(services, world, deleted):
 
 
 def test_bucketing_it_again_fails_naming_the_missing_folder_and_changes_nothing(services, world, deleted):
-    before = published_files(world["output"])
+    before = without_probe_losses(published_tree(world["output"]))
     completed = subprocess.run(
         [str(BIN / "dagster"), "asset", "materialize", "-m", "fw_assets.definitions", "--select",
          "raw,sampled,bucketed", "--partition", FIRST],
@@ -157,4 +151,4 @@ def test_bucketing_it_again_fails_naming_the_missing_folder_and_changes_nothing(
     )
     assert completed.returncode != 0
     assert f"no source folder at {source_dump_dir(world['source'], FIRST)}" in completed.stdout + completed.stderr
-    assert published_files(world["output"]) == before
+    assert without_probe_losses(published_tree(world["output"])) == before

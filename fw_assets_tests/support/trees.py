@@ -20,6 +20,14 @@ def published_tree(output_root: Path) -> dict[str, str]:
     return {str(p.relative_to(output_root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)}
 
 
+def without_probe_losses(tree: dict[str, str]) -> dict[str, str]:
+    """A published tree without probe losses: whenever a recipe reweights by the probe (the shipped
+    `demo` recipe does), the `stale_losses` sensor scores each dump's token files on its own
+    schedule, so whether a dump's losses exist yet depends on when it ticked, not on its chain."""
+    return {path: digest for path, digest in tree.items()
+            if not path.startswith(("probe/", "published/probe_loss-"))}
+
+
 def published_data(output_root: Path) -> dict[str, str]:
     """`published_tree` comparable between two runs of the same dumps: a generation record counts by
     the files it lists and their sizes, not by its ids and times (which name this publication and
