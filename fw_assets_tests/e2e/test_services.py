@@ -259,7 +259,7 @@ def chromium():
         browser.close()
 
 
-def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, cli_run, chromium):
+def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, cli_run, cli_reruns, chromium):
     assets = [key.to_user_string() for key in chain_asset_keys()]
     chromium.open(f"{services.url}/locations/fw_assets/asset-groups/fineweb_edu")
     try:
