@@ -73,9 +73,7 @@ class Reweighting:
     def multipliers_in_place(self, losses: np.ndarray) -> np.ndarray:
         """`losses` (float64) turned into their multipliers: the same values as `multipliers`,
         without a second array of the losses' size."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            losses /= self.typical_loss
-        return np.clip(losses, 1.0, self.max_multiplier, out=losses)
+        return multipliers(losses, self.typical_loss, self.max_multiplier, out=losses)
 
 
 @dataclass(frozen=True)
@@ -139,10 +137,10 @@ def reweight(
 _CHUNK = 1 << 20
 
 
-def multipliers(losses: np.ndarray, typical: float, max_multiplier: float) -> np.ndarray:
-    """clip(loss / typical, 1, M) of each loss (typical is positive: `reweight` refuses less)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = losses / typical
+def multipliers(losses: np.ndarray, typical: float, max_multiplier: float, out: np.ndarray | None = None) -> np.ndarray:
+    """clip(loss / typical, 1, M) of each loss (typical is positive: `reweight` refuses less), into
+    `out` if given (the losses themselves, to save an array of their size)."""
+    ratio = np.divide(losses, typical, out=out)
     return np.clip(ratio, 1.0, max_multiplier, out=ratio)
 
 
