@@ -25,6 +25,7 @@ from fw_assets_tests.support.celery_local import (
     settled,
     started_with,
     step_under_way,
+    unsettled,
 )
 from fw_assets_tests.support.dagster_services import attribution_problems, chain_asset_keys, chain_checks, tag, wait_for
 from fw_assets_tests.support.extras import extra_module
@@ -90,8 +91,12 @@ def one_machine(folders, deployment) -> dict[str, str]:
 
 
 def wait_until_settled(deployment: Deployment) -> list[dict]:
-    return wait_for("every run to end and every decision to be current", lambda: settled(deployment.webserver, DUMPS),
-                    SETTLE_TIMEOUT, every=3, logs=deployment.local.logs)
+    webserver = deployment.webserver
+    try:
+        return wait_for("every run to end and every decision to be current", lambda: settled(webserver, DUMPS),
+                        SETTLE_TIMEOUT, every=3, logs=deployment.local.logs)
+    except AssertionError as error:  # what was still waited for last: CI keeps an error's tail
+        raise AssertionError(f"{error}\n--- still waited for ---\n{unsettled(webserver, DUMPS)}") from None
 
 
 @dataclass(frozen=True)

@@ -120,11 +120,29 @@ def settled(webserver: DeployedWebserver, dumps) -> list[dict] | None:
     """Every run, once none is left to finish or to retry and the decisions of `dumps` are current
     (after `stale_dedup` re-decided those decided before an earlier dump was signed)."""
     runs = webserver.runs({})
-    if not runs or any(r["status"] not in FINISHED or tag(r, "dagster/will_retry") == "true"
-                       and not tag(r, "dagster/auto_retry_run_id") for r in runs):
+    if not runs or any(map(_unfinished, runs)):
         return None
     fresh = all(webserver.stale_status(deduplicated.key, dump)[0] == "FRESH" for dump in dumps)
     return runs if fresh else None
+
+
+def unsettled(webserver: DeployedWebserver, dumps) -> str:
+    """What `settled` waits for, a line each: the runs not finished or not yet retried (status,
+    job, partition, host, steps), the dumps whose decisions are not current and why."""
+    lines = [f"run {r['runId']} {r['status']} job {r['jobName']} "
+             f"partition {tag(r, 'dagster/partition')} host {tag(r, 'fw_assets/host')} "
+             f"will_retry {tag(r, 'dagster/will_retry')} steps {[(s['stepKey'], s['status']) for s in r['stepStats']]}"
+             for r in webserver.runs({}) if _unfinished(r)]
+    for dump in dumps:
+        status, causes = webserver.stale_status(deduplicated.key, dump)
+        if status != "FRESH":
+            lines.append(f"deduplicated[{dump}] {status}: {'; '.join(causes)}")
+    return "\n".join(lines) or "(settled now)"
+
+
+def _unfinished(run: dict) -> bool:
+    return run["status"] not in FINISHED or (tag(run, "dagster/will_retry") == "true"
+                                             and not tag(run, "dagster/auto_retry_run_id"))
 
 
 def alive(pid: int) -> bool:

@@ -30,7 +30,7 @@ BIN = Path(sys.executable).parent
 STOP_GRACE_SECONDS = 30
 RUN_TIMEOUT = 240  # seconds; a run of a small sample dump takes well under a minute here
 
-RUN_FIELDS = """runId status tags { key value } stepStats { stepKey status }
+RUN_FIELDS = """runId jobName status tags { key value } stepStats { stepKey status }
   eventConnection(afterCursor: null) { events { __typename
     ... on ExecutionStepFailureEvent { stepKey error { message } }
     ... on AssetCheckEvaluationEvent { evaluation { assetKey { path } checkName success } }
