@@ -65,6 +65,26 @@ def document_ids(prefix: Path) -> Iterator[pa.Array]:
         yield batch.column(0)
 
 
+def ids_at(prefix: Path, positions: np.ndarray) -> pa.Array:
+    """The ids of the documents at `positions` (sequence numbers, in the order given), reading only
+    the row groups that hold them: memory for one row group and the ids asked for."""
+    parquet = pq.ParquetFile(docs_path(prefix))
+    sizes = [parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups)]
+    starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(positions) and (positions.min() < 0 or positions.max() >= starts[-1]):
+        raise IndexError(f"{docs_path(prefix)} has {starts[-1]:,} documents, asked for document "
+                         f"{int(positions.min() if positions.min() < 0 else positions.max()):,}")
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    pieces, placed = [pa.array([], pa.string())], [np.zeros(0, np.int64)]
+    for group in np.unique(group_of).tolist():
+        mine = np.flatnonzero(group_of == group)
+        ids = parquet.read_row_group(group, columns=["id"], use_threads=False).column(0).combine_chunks()
+        pieces.append(ids.take(pa.array(positions[mine] - starts[group])))
+        placed.append(mine)
+    return pa.concat_arrays(pieces).take(pa.array(np.argsort(np.concatenate(placed), kind="stable")))
+
+
 def document_count(prefix: Path) -> int:
     """The rows of `<prefix>.docs.parquet`, from its footer."""
     return pq.read_metadata(docs_path(prefix)).num_rows

@@ -109,14 +109,20 @@ def write_view_index(prefix: Path, source: "IndexedDatasetReader", documents: np
     """`<prefix>.idx` listing `documents` (sequence numbers of `source`, in this order, repeats
     allowed) that point into `source`'s tokens: `<prefix>.bin` must be (a link to) its `.bin`."""
     with open(idx_path(prefix), "wb") as stream:
-        _write_header_and_lengths(stream, source.sequence_lengths[documents], source.dtype)
-        stream.write(memoryview(np.ascontiguousarray(source.sequence_pointers[documents])))
+        _write_header(stream, len(documents), source.dtype)
+        for column in (source.sequence_lengths, source.sequence_pointers):  # a chunk at a time: a view is large
+            for start in range(0, len(documents), _INDEX_WRITE_CHUNK):
+                stream.write(memoryview(column[documents[start: start + _INDEX_WRITE_CHUNK]]))
         _write_document_indices(stream, len(documents))
 
 
+def _write_header(stream, sequences: int, dtype: np.dtype) -> None:
+    """One sequence a document: N sequences, N + 1 document indices."""
+    stream.write(INDEX_HEADER.pack(INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[dtype], sequences, sequences + 1))
+
+
 def _write_header_and_lengths(stream, lengths: np.ndarray, dtype: np.dtype) -> None:
-    header = INDEX_HEADER.pack(INDEX_MAGIC, INDEX_VERSION, DTYPE_CODES[dtype], len(lengths), len(lengths) + 1)
-    stream.write(header)
+    _write_header(stream, len(lengths), dtype)
     stream.write(memoryview(np.ascontiguousarray(lengths, dtype=np.int32)))
 
 

@@ -13,6 +13,7 @@ import dagster as dg
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.lib.disk import SpaceNeed
+from fw_assets.lib.memory import freed_memory_returned
 from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
@@ -68,6 +69,7 @@ MODULES = (
     "fw_assets.formats.indexed_dataset",
     "fw_assets.lib.string_hashes",  # the repetition hashes and the fresh documents' seeded order
     "fw_assets.lib.hash_kernels",
+    "fw_assets.formats.doc_index",  # the views' ids
 )
 
 
@@ -101,6 +103,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
         writing_step(context, root, PLAN_SPACE),
+        freed_memory_returned(),  # its peak is per-document arrays of one phase, not of every phase
         staged_publication(root, publication_name("mixture_plan", name), name, log) as staging,
     ):
         with _recipe_mistakes(name):

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fw_assets.formats.doc_index import document_ids, read_document_index
+from fw_assets.formats.doc_index import document_ids, ids_at, read_document_index
 from fw_assets.lib.parquet_damage import READ_ERRORS, damage_explaining
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.utils import SPLITS
@@ -157,8 +157,8 @@ class _Rows:
 
 
 class _FileIds:
-    """The ids of documents by their position among a source's files (an IdReader): each file's
-    ids are read only when some of its documents are asked for."""
+    """The ids of documents by their position among a source's files (an IdReader): only the row
+    groups holding the documents asked for are read."""
 
     def __init__(self, files: list[TokenFile], starts: tuple[int, ...]) -> None:
         self.files, self.starts = files, np.asarray(starts, dtype=np.int64)
@@ -169,8 +169,7 @@ class _FileIds:
         found = np.empty(len(positions), dtype=object)
         for i in np.unique(file_of).tolist():
             mine = np.flatnonzero(file_of == i)
-            ids = read_document_index(Path(self.files[i].path), columns=["id"]).column("id")
-            found[mine] = ids.take(pa.array(positions[mine] - self.starts[i])).to_pylist()
+            found[mine] = ids_at(Path(self.files[i].path), positions[mine] - self.starts[i]).to_pylist()
         return found.tolist()
 
 

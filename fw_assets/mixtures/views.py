@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from fw_assets import paths
-from fw_assets.formats.doc_index import DocumentIndexWriter, document_count, document_ids, read_document_index
+from fw_assets.formats.doc_index import DocumentIndexWriter, document_count, document_ids, ids_at
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader, write_view_index
 from fw_assets.lib.string_hashes import blake2b_64_strings
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
@@ -219,10 +218,14 @@ def write_view(selection: ViewSelection, prefix: Path | None = None) -> list[Pat
     reader = IndexedDatasetReader(original)
     _pin(paths.bin_path(original), paths.bin_path(prefix))
     write_view_index(prefix, reader, selection.documents)
-    ids = read_document_index(original, columns=["id"])["id"].combine_chunks().take(pa.array(selection.documents))
     with DocumentIndexWriter(prefix) as docs:
-        docs.add(ids, reader.sequence_lengths[selection.documents])
+        for start in range(0, max(len(selection.documents), 1), _IDS_CHUNK):  # one chunk when empty
+            chunk = selection.documents[start: start + _IDS_CHUNK]
+            docs.add(ids_at(original, chunk), reader.sequence_lengths[chunk])
     return paths.token_files(prefix)
+
+
+_IDS_CHUNK = 1 << 18  # a view's ids are looked up this many at a time: memory for their strings only
 
 
 def _pin(tokens: Path, view_tokens: Path) -> None:

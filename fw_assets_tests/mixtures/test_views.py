@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from fw_assets.formats import indexed_dataset
 from fw_assets.formats.doc_index import DocumentIndexWriter, read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
+from fw_assets.mixtures import views
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_documents
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.views import seeded_order, write_views
@@ -75,6 +77,17 @@ def test_views_staged_elsewhere_link_from_their_place(tmp_path, plenty):
         original = IndexedDatasetReader(Path(selection.file.path))
         assert [np.array_equal(reader[k], original[int(d)]) for k, d in enumerate(selection.documents)] == \
             [True] * len(selection.documents)
+
+
+def test_views_written_a_few_documents_at_a_time_are_the_same_bytes(tmp_path, plenty, monkeypatch):
+    """A view's index and ids are written in chunks (a view of a real dump lists millions): chunk
+    edges anywhere, even inside one row group of ids, leave every file the same bytes."""
+    mixture = plan(tmp_path, plenty)
+    whole = {p.relative_to(tmp_path / "whole"): p.read_bytes() for p in write_views(mixture, tmp_path / "whole")}
+    monkeypatch.setattr(views, "_IDS_CHUNK", 7)
+    monkeypatch.setattr(indexed_dataset, "_INDEX_WRITE_CHUNK", 5)
+    chunked = {p.relative_to(tmp_path / "chunked"): p.read_bytes() for p in write_views(mixture, tmp_path / "chunked")}
+    assert chunked.keys() == whole.keys() and all(chunked[name] == whole[name] for name in whole)
 
 
 def test_min_doc_tokens_keeps_long_documents(tmp_path, plenty):
