@@ -7,3 +7,13 @@ stage writes and another reads); `synthetic/` (generated dumps); the Dagster plu
 `tokenizing/`, `probe/`, `mixtures/`), each holding its assets with their check specs, its contract
 rules and its plain work; and the entry points (`automation/`, `definitions`, `demo`).
 """
+
+import os
+
+# Arrow's allocator (mimalloc) keeps the pages a thread freed for a while and gives them back only
+# when that thread allocates again: a step that reads Parquet in phases, on Arrow's threads, holds
+# what each phase freed. 0 gives them back at once (docs/benchmarks.md: `mixture_plan` 39 -> 23
+# bytes a reweighted document, `tokenized` 5-10 % less memory for ~5 % more CPU). Arrow reads it
+# once a process; set before any module here imports pyarrow, and inherited by the processes
+# Dagster starts for runs and steps. A value already in the environment is kept.
+os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")

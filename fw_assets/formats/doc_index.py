@@ -68,7 +68,7 @@ def document_ids(prefix: Path) -> Iterator[pa.Array]:
 def ids_at(prefix: Path, positions: np.ndarray) -> pa.Array:
     """The ids of the documents at `positions` (sequence numbers, in the order given), reading only
     the row groups that hold them: memory for one row group and the ids asked for."""
-    parquet = pq.ParquetFile(docs_path(prefix))
+    parquet = pq.ParquetFile(docs_path(prefix), pre_buffer=False)
     sizes = [parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups)]
     starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
     positions = np.asarray(positions, dtype=np.int64)
@@ -79,7 +79,7 @@ def ids_at(prefix: Path, positions: np.ndarray) -> pa.Array:
     pieces, placed = [pa.array([], pa.string())], [np.zeros(0, np.int64)]
     for group in np.unique(group_of).tolist():
         mine = np.flatnonzero(group_of == group)
-        ids = parquet.read_row_group(group, columns=["id"], use_threads=False).column(0).combine_chunks()
+        ids = parquet.read_row_group(group, columns=["id"]).column(0).combine_chunks()
         pieces.append(ids.take(pa.array(positions[mine] - starts[group])))
         placed.append(mine)
     return pa.concat_arrays(pieces).take(pa.array(np.argsort(np.concatenate(placed), kind="stable")))

@@ -1,8 +1,8 @@
 """Freed memory given back to the system at once, for a step whose peak is a few large arrays a
-document: allocators keep freed blocks for reuse (glibc's heap, Arrow's mimalloc pool), so a step
-that allocates, frees and allocates arrays of other sizes, one phase after another, grows by what
-they kept. Measured on `mixture_plan` (docs/benchmarks.md): 39 bytes a reweighted document with
-this, 66 without, for about a fifth more CPU (every large allocation is mapped afresh)."""
+document: allocators keep freed blocks for reuse (glibc's heap; Arrow's mimalloc, which
+fw_assets/__init__.py sets to purge at once), so a step that allocates, frees and allocates arrays
+of other sizes, one phase after another, grows by what they kept. Measured on `mixture_plan`
+(docs/benchmarks.md): 23 bytes a reweighted document with this, 60 without."""
 
 import ctypes
 from collections.abc import Iterator
