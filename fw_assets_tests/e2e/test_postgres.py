@@ -119,7 +119,8 @@ def test_without_a_dagster_pg_variable_the_cli_names_it(world, migrated):
 
 def test_a_dump_materialized_from_the_cli_is_in_the_production_history(services, cli_materialized):
     assert_every_asset_materialized(services, [CLI_DUMP])
-    [run] = services.runs({"dagster/partition": CLI_DUMP})
+    # the CLI's run; once the daemon is up, its sensors may score or re-decide the dump in runs of their own
+    [run] = [r for r in services.runs({"dagster/partition": CLI_DUMP}) if not tag(r, "dagster/sensor_name")]
     assert_whole_chain_succeeded(run)
 
 
