@@ -12,8 +12,9 @@ import os
 
 # Arrow's allocator (mimalloc) keeps the pages a thread freed for a while and gives them back only
 # when that thread allocates again: a step that reads Parquet in phases, on Arrow's threads, holds
-# what each phase freed. 0 gives them back at once (docs/benchmarks.md: `mixture_plan` holds 23
-# bytes a reweighted document with it, 39 without; `tokenized` 5-10 % less memory, ~5 % more
-# CPU). Arrow reads it once a process; set before any module here imports pyarrow, and inherited
-# by the processes Dagster starts for runs and steps. A value already in the environment is kept.
+# what each phase freed. 0 gives them back at once (docs/benchmarks.md, 1M to 4M documents:
+# `mixture_plan` holds 23 bytes a reweighted document with it, 39 without; `tokenized` 5-10 % less
+# memory, ~5 % more CPU). Arrow reads it once a process; set before any module here imports
+# pyarrow, and inherited by the processes Dagster starts for runs and steps. A value already in the
+# environment is kept.
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")

@@ -2,7 +2,7 @@
 document: allocators keep freed blocks for reuse (glibc's heap; Arrow's mimalloc, which
 fw_assets/__init__.py sets to purge at once), so a step that allocates, frees and allocates arrays
 of other sizes, one phase after another, grows by what they kept. Measured on `mixture_plan`
-(docs/benchmarks.md): 23 bytes a reweighted document with this, 60 without."""
+(docs/benchmarks.md, 1M to 4M documents): 23 bytes a reweighted document with this, 60 without."""
 
 import ctypes
 from collections.abc import Iterator
