@@ -35,6 +35,7 @@ from bench.suite import (
 )
 from bench.texts import PARAGRAPHS, TEXT_KINDS
 from bench.verify import compare_ids, parquet_rows, published_layout, staging_layout
+from fw_assets.lib.cores import usable_cores
 from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic.generator import DEFAULT_MEDIAN_WORDS
 
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         print_table(args.results)
         return
     data = DataSpec(args.rows, args.files, args.seed, args.texts)
-    bench = Bench(args.work, data, BENCH_DUMPS[: args.dumps], os.cpu_count() or 1)
+    bench = Bench(args.work, data, BENCH_DUMPS[: args.dumps], usable_cores())  # the seed's workers, too
     needed = BENCH_DUMPS[:4] if "memory" in args.groups else bench.dumps
     ensure_dumps(bench.work, bench.spec, needed)
     shapes = [dump_shape(source_dump_dir(bench.source, dump)) for dump in bench.dumps]
