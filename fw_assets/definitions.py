@@ -9,9 +9,9 @@ import dagster as dg
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
+from fw_assets.automation.decide_in_crawl_order import decide_in_crawl_order
 from fw_assets.automation.new_dumps import new_dumps
 from fw_assets.automation.recipe_inputs import recipe_inputs
-from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.automation.stale_losses import stale_losses
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
@@ -19,7 +19,7 @@ from fw_assets.bucketing.sampled import sampled
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.jobs import dump_chain_job, probe_losses_job
+from fw_assets.jobs import probe_losses_job, signing_job
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_inputs import mixture_inputs
 from fw_assets.mixtures.mixture_plan import mixture_plan
@@ -33,12 +33,12 @@ from fw_assets.tokenizing.tokenized import tokenized
 defs = dg.Definitions(
     assets=[raw, sampled, bucketed, minhash, band_key_index, deduplicated, tokenized, probe_loss,
             mixture_inputs, mixture_plan, megatron_indexes, packed],
-    # A dump's run is a chain whose every step already uses all usable cores (DuckDB threads, the
-    # tokenizer's process pool): a process per step would only add a Python + Dagster start per
-    # step (2x the time of a 1M-document dump, docs/benchmarks.md). Dumps run in parallel as runs.
+    # Every step of a dump's run already uses all usable cores (DuckDB threads, the tokenizer's
+    # process pool): a process per step would only add a Python + Dagster start per step (2x the
+    # time of a 1M-document dump, docs/benchmarks.md). Dumps run in parallel as runs.
     executor=dg.in_process_executor,
-    jobs=[dump_chain_job, probe_losses_job],
-    sensors=[new_dumps, stale_dedup, stale_losses, recipe_inputs],
+    jobs=[signing_job, probe_losses_job],
+    sensors=[new_dumps, decide_in_crawl_order, stale_losses, recipe_inputs],
     resources={
         "storage": FineWebStorage.from_environment(),
         "warehouse": Warehouse(),

@@ -1,17 +1,21 @@
-"""The one job users run per dump: every asset of the `fineweb_edu` group, one run per partition;
-and the one the `stale_losses` sensor runs: a dump's probe losses.
+"""The job that signs one dump, which the `new_dumps` sensor runs, and the one the `stale_losses`
+sensor runs: a dump's probe losses.
 
-The group's assets share the dump partitions and Dagster's default backfill policy (partitions.py),
-so the job is partitioned by dump, a run of it (the `new_dumps` sensor's, or the launchpad's) is one
-dump tagged `dagster/partition`, and a UI backfill of N dumps is N runs, each holding the whole chain.
+`dump_signing` holds every asset of group `fineweb_edu` (raw to band_key_index). They share the dump
+partitions and Dagster's default backfill policy (partitions.py), so a run of it is one dump tagged
+`dagster/partition`, and a UI backfill of the group is one run per dump. The dump's decisions and
+token files (group `fineweb_edu_kept`) follow by declarative automation (fw_assets.crawl_order).
 """
 
 import dagster as dg
 
-dump_chain_job = dg.define_asset_job(
-    "dump_chain",
-    selection=dg.AssetSelection.groups("fineweb_edu"),
-    description="Every stage of one dump: raw, sampled, bucketed and what follows them.",
+from fw_assets.partitions import SIGNING_GROUP
+
+signing_job = dg.define_asset_job(
+    "dump_signing",
+    selection=dg.AssetSelection.groups(SIGNING_GROUP),
+    description="Signs one dump: raw, sampled, bucketed, minhash and band_key_index. Its decisions "
+    "and token files follow once every earlier dump in flight is signed too.",
 )
 
 probe_losses_job = dg.define_asset_job(

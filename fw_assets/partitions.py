@@ -45,10 +45,16 @@ def build_dump_partitions(source_root: Path) -> dg.StaticPartitionsDefinition:
 
 dump_partitions = build_dump_partitions(settings.source_dir())
 
-# What every per-dump asset shares: the dump partitions and the group `dump_chain` selects. No
-# backfill policy: with Dagster's default, a backfill launches one run per dump tagged
-# `dagster/partition`, holding every asset that shares these partitions (the whole chain). That tag
-# is what gives each check result its dump; `multi_run(1)` tags a partition range instead, and the
-# checks' results were stored without a dump and shown on another dump's materialization.
-PER_DUMP = dict(partitions_def=dump_partitions, group_name="fineweb_edu")
-
+# What every per-dump asset shares: the dump partitions, and no backfill policy: with Dagster's
+# default, a backfill launches one run per dump tagged `dagster/partition`, holding every selected
+# asset of that dump the run can hold. That tag is what gives each check result its dump;
+# `multi_run(1)` tags a partition range instead, and the checks' results were stored without a dump
+# and shown on another dump's materialization.
+#
+# Two groups: `fineweb_edu` signs a dump (raw to band_key_index: what a backfill or the new_dumps
+# sensor runs, dumps side by side); `fineweb_edu_kept` decides and tokenizes it, in crawl order, by
+# declarative automation (fw_assets.crawl_order) once the earlier dumps' signing is done.
+SIGNING_GROUP = "fineweb_edu"
+KEPT_GROUP = "fineweb_edu_kept"
+PER_DUMP = dict(partitions_def=dump_partitions, group_name=SIGNING_GROUP)
+PER_DUMP_KEPT = dict(partitions_def=dump_partitions, group_name=KEPT_GROUP)

@@ -9,6 +9,7 @@ SOURCE_DIR_ENV = "FW_SOURCE_DIR"
 OUTPUT_DIR_ENV = "FW_OUTPUT_DIR"
 SENSOR_INTERVAL_ENV = "FW_SENSOR_INTERVAL_SECONDS"
 SENSOR_SETTLE_ENV = "FW_SENSOR_SETTLE_SECONDS"
+AUTOMATION_INTERVAL_ENV = "FW_AUTOMATION_INTERVAL_SECONDS"
 DEDUP_SCOPE_ENV = "FW_DEDUP_SCOPE"
 DEDUP_SCOPES = ("across_dumps", "within_dump", "off")
 MIXTURES_DIR_ENV = "FW_MIXTURES_DIR"
@@ -21,6 +22,7 @@ DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
 DEFAULT_SENSOR_INTERVAL_SECONDS = 300
 DEFAULT_SENSOR_SETTLE_SECONDS = 600
+DEFAULT_AUTOMATION_INTERVAL_SECONDS = 30
 DEFAULT_MAX_MEMORY_GIB = 16.0  # one stage's index build: leaves 8 GiB of a 24 GiB host
 DEFAULT_MAX_DISK_GIB = 256.0  # a recipe's caches and views (fineweb_edu_1t needs about 9)
 
@@ -94,6 +96,11 @@ def host_name() -> str:
 def sensor_interval_seconds() -> int:
     """Seconds between two ticks of the `new_dumps` sensor."""
     return env_seconds(SENSOR_INTERVAL_ENV, DEFAULT_SENSOR_INTERVAL_SECONDS, minimum=1)
+
+
+def automation_interval_seconds() -> int:
+    """Seconds between two evaluations of the decisions' automation conditions (decide_in_crawl_order)."""
+    return env_seconds(AUTOMATION_INTERVAL_ENV, DEFAULT_AUTOMATION_INTERVAL_SECONDS, minimum=1)
 
 
 def sensor_settle_seconds() -> int:

@@ -4,7 +4,6 @@ instance that holds the history of another folder is refused, naming both; its o
 import dagster as dg
 
 from fw_assets.automation.new_dumps import new_dumps
-from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.bucketing.raw import raw
 from fw_assets.definitions import defs
 from fw_assets.resources import FineWebStorage
@@ -37,7 +36,7 @@ def test_a_sensor_tick_on_another_output_folder_does_nothing_and_says_why(sample
         assert materialize_dump(sample_source, first, DUMP, [raw], instance=instance).success
         storage = FineWebStorage(source_dir=str(sample_source), output_dir=str(second))
         context = dg.build_sensor_context(instance=instance, definitions=defs, resources={"storage": storage})
-        for sensor in (new_dumps, stale_dedup):
+        for sensor in (new_dumps,):
             result = sensor(context)
             assert not result.run_requests
             for expected in refusal_of(first, second):

@@ -26,7 +26,7 @@ LAYERS = (
     ("lib",),  # tools with no domain: publishing, slots, disk, SQL loading, code versions, ...
     ("formats",),  # files one stage writes and another reads
     ("synthetic",),  # generated FineWeb-Edu-shaped dumps, for the demo, tests and benchmarks
-    ("partitions", "resources", "jobs", "contracts", "run_health"),  # Dagster plumbing
+    ("partitions", "resources", "jobs", "contracts", "run_health", "crawl_order"),  # Dagster plumbing
     (),  # the stages: bucketing, dedup, tokenizing, probe, mixtures
     ("automation", "definitions", "demo", "deploy"),  # entry points
 )

@@ -1,16 +1,20 @@
-"""The `new_dumps` sensor: a dump is processed once its files are completely downloaded.
+"""The `new_dumps` sensor: a dump is signed once its files are completely downloaded.
 
 Each tick looks at every dump folder under the source root. A dump whose files are complete (see
 fw_assets.formats.dump_files) and whose fingerprint (names, sizes, mtimes) differs from the one last
-requested gets one run of the whole chain. The run key holds the fingerprint, so a repeated tick, a
-daemon restart or a lost cursor never requests the same files twice, and changed files are requested
-again. A dump already materialized from exactly its current files (a UI backfill or the CLI got
-there first, also while the sensor waited for that run) is recorded without a run. A dump with a
-queued or in-progress run (UI, CLI, sensor, on any host), or a failed run about to be retried, waits
-for it to end: never a second run beside it. A dump whose source files were deleted since its run
-was requested (its folder removed or emptied, as the disk plan allows once its chain is published)
-is named in the tick's skip reason and never requested: its published outputs stay. The cursor is
-this sensor's own JSON: {"requested": {dump: fingerprint}}.
+requested gets one run of `dump_signing` (raw to band_key_index); its decisions and token files
+follow by declarative automation once the earlier dumps in flight are signed (fw_assets.crawl_order).
+It is hand-written because what it watches, files landing in a folder, is outside Dagster.
+
+The run key holds the fingerprint, so a repeated tick, a daemon restart or a lost cursor never
+requests the same files twice, and changed files are requested again. A dump already materialized
+from exactly its current files (a UI backfill or the CLI got there first, also while the sensor
+waited for that run) is recorded without a run. A dump with a queued or in-progress run (UI, CLI,
+sensor, on any host), a failed run about to be retried, or an open backfill still to sign it waits
+for them: never a second run beside them. A dump whose source files were deleted since its run was
+requested (its folder removed or emptied, as the disk plan allows once its chain is published) is
+named in the tick's skip reason and never requested: its published outputs stay. The cursor is this
+sensor's own JSON: {"requested": {dump: fingerprint}}.
 """
 
 import json
@@ -23,11 +27,11 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
-from fw_assets.automation.dump_runs import unfinished_runs
+from fw_assets.automation.dump_runs import dumps_in_open_backfills, unfinished_runs
 from fw_assets.automation.output_folder import refused_folder
 from fw_assets.bucketing.raw import raw
 from fw_assets.formats.dump_files import DumpFolderState, readiness, scan_dump_folder
-from fw_assets.jobs import dump_chain_job
+from fw_assets.jobs import signing_job
 from fw_assets.partitions import dump_folders, dump_partitions
 from fw_assets.paths import source_data_dir
 from fw_assets.resources import FineWebStorage
@@ -53,11 +57,11 @@ def dump_cursor(requested: dict[str, str]) -> str:
 
 @dg.sensor(
     name="new_dumps",
-    job=dump_chain_job,
+    job=signing_job,
     minimum_interval_seconds=settings.sensor_interval_seconds(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Runs the whole chain for each dump folder whose files are completely downloaded and "
+        "Signs each dump folder whose files are completely downloaded and "
         "differ from the files it last requested. Interval: $FW_SENSOR_INTERVAL_SECONDS (300); "
         "files not named train-XXXXX-of-NNNNN must be unchanged for $FW_SENSOR_SETTLE_SECONDS (600)."
     ),
@@ -75,7 +79,7 @@ def new_dumps(context: dg.SensorEvaluationContext, storage: FineWebStorage) -> d
         return dg.SensorResult(skip_reason=skip_reason, cursor=context.cursor)
     settle = settings.sensor_settle_seconds()
     is_processed = _processed_checker(context)
-    busy = unfinished_runs(context.instance)
+    busy = _busy_reasons(context)
     decisions = {
         dump: _decide(dump, folder, requested.get(dump), settle, is_processed, busy.get(dump))
         for dump, folder in folders.items()
@@ -109,10 +113,10 @@ def _decide(
     last_requested: str | None,
     settle_seconds: int,
     is_processed: Callable[[DumpFolderState], bool],
-    unfinished_run: dg.DagsterRun | None,
+    busy: str | None,
 ) -> Decision:
-    """What to do about one dump folder this tick (`unfinished_run`: a queued, in-progress or
-    about-to-be-retried run of the dump, if any)."""
+    """What to do about one dump folder this tick (`busy`: why a run or backfill of the dump is
+    under way or about to be, if one is)."""
     if dump not in dump_partitions.get_partition_keys():
         return Decision(
             "wait",
@@ -130,17 +134,29 @@ def _decide(
         return Decision("wait", f"files changed while being looked at ({error.filename}); next tick")
     if not ready.ready:
         return Decision("wait", ready.reason, state)
-    if unfinished_run:  # never beside the dump's own run: after it, these files may be processed
-        return Decision("wait", _busy_reason(unfinished_run), state)
+    if busy:  # never beside the dump's own run: after it, these files may be processed
+        return Decision("wait", busy, state)
     if is_processed(state):  # a UI backfill or a CLI run got there first (the sensor may have waited for it)
         return Decision("adopt", "already materialized from these files; not requested again", state)
     return Decision("request", f"{ready.reason}; requesting a run (files {state.fingerprint})", state)
 
 
-def _busy_reason(run: dg.DagsterRun) -> str:
-    if run.is_complete_and_waiting_to_retry:
-        return f"run {run.run_id} of this dump failed and is about to be retried; next tick after its retry"
-    return f"run {run.run_id} of this dump is queued or in progress; next tick after it"
+def _busy_reasons(context: dg.SensorEvaluationContext) -> dict[str, str]:
+    """Dump -> why it waits: its run queued, in progress or about to be retried, or an open backfill
+    still to sign it."""
+    reasons = {
+        dump: f"backfill {backfill_id} is still to sign this dump; next tick after it"
+        for dump, backfill_id in dumps_in_open_backfills(
+            context.instance, context.repository_def.asset_graph, raw.key, signing_job.name
+        ).items()
+    }
+    for dump, run in unfinished_runs(context.instance).items():
+        reasons[dump] = (
+            f"run {run.run_id} of this dump failed and is about to be retried; next tick after its retry"
+            if run.is_complete_and_waiting_to_retry
+            else f"run {run.run_id} of this dump is queued or in progress; next tick after it"
+        )
+    return reasons
 
 
 def _run_request(state: DumpFolderState) -> dg.RunRequest:
@@ -161,7 +177,7 @@ def _processed_checker(context: dg.SensorEvaluationContext) -> Callable[[DumpFol
 
     @cache
     def materialized_everywhere() -> set[str]:
-        keys = dump_chain_job.selection.resolve(context.repository_def.asset_graph)
+        keys = signing_job.selection.resolve(context.repository_def.asset_graph)
         return set.intersection(*(set(instance.get_materialized_partitions(key)) for key in keys))
 
     def is_processed(state: DumpFolderState) -> bool:

@@ -2,13 +2,13 @@
 
 A recipe whose sources say `reweight:` reads the losses of its probe for every dump it draws on, and
 refuses losses scored on token files replaced since (fw_assets.formats.lineage). So once a dump is
-tokenized, or tokenized again (a re-download through `new_dumps`, a re-decision through
-`stale_dedup`, a CLI run), each tick requests `probe_loss` of the dumps whose losses of the
+tokenized, or tokenized again (a re-download through `new_dumps`, a re-decision after an earlier
+dump was signed, a CLI run), each tick requests `probe_loss` of the dumps whose losses of the
 configured probe are missing or stale, for the dumps a reweighting recipe draws on; meanwhile its
 plan shows stale in the UI (`mixture_inputs` follows the token files and the losses).
 
 Never beside a dump's own run (it waits for the chain to publish), never for token files that are
-themselves stale (`stale_dedup` tokenizes them again first), and once per token generation: the run
+themselves stale (their dump is decided and tokenized again first), and once per token generation: the run
 key holds it, so a failed run is not requested again until the dump is tokenized again. Recipes
 reweighting by another probe than the configured one (`FW_PROBE_MODEL_DIR`) are named in the tick.
 """

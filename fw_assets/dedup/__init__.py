@@ -5,14 +5,15 @@ decisions in which the earliest crawl wins.
 
 Assets (each module exports its asset only):
 - minhash.py: `minhash`, each bucketed document's band keys and signature, one set of files a dump.
-- band_key_index.py: `band_key_index`, the external asset through which later dumps' decisions
-  depend on a dump's sorted keys and signatures.
+- band_key_index.py: `band_key_index`, a dump's sorted keys and signatures as later dumps'
+  decisions read them (materialized last in a dump's signing run; its data version is the dump's
+  content version).
 - deduplicated.py: `deduplicated`, one decision per bucketed id of a dump.
 
 Dagster glue:
-- band_key_lineage.py: what minhash, deduplicated and the stale_dedup sensor share about
-  band_key_index (its observation, whose data version is a dump's content version; the metadata
-  key of the versions a decision was decided against; the partition mapping to later dumps).
+- band_key_lineage.py: what band_key_index and deduplicated share: the partition mapping to later
+  dumps, the check of a dump's content version against its record, and the metadata key of the
+  versions a decision was decided against.
 
 Plain modules, no Dagster (the assets wrap them):
 - minhash_policy.py: the MinHash-LSH parameters and decision settings of record.

@@ -1,27 +1,57 @@
-"""`band_key_index`: the sorted band keys and the signatures of each signed dump,
+"""`band_key_index`: the sorted band keys and the signatures of a signed dump,
 `minhash/<dump>.keys.arrow` and `minhash/<dump>.signatures.arrow`, as the dumps decided later see them.
 
-An external asset, observed by `minhash` when it publishes a dump's files (data version: a digest
-of their content, the same for an identical re-sign). `deduplicated` of a dump depends on it for
-every strictly earlier dump (both through fw_assets.dedup.band_key_lineage), so the lineage shows
-what a decision read and Dagster marks a dump's decisions stale when an earlier dump's content
-changes after them. Being neither materializable nor in the `fineweb_edu` group, it is outside
-every per-dump selection: a backfill of some dumps does not follow it to the later dumps.
+The last asset of a dump's signing run. It writes nothing: `minhash` published the files, and this
+step verifies their content against `minhash`'s generation record and materializes their content
+version as its data version, the same for an identical re-sign. `deduplicated` of every strictly
+later dump depends on it (fw_assets.dedup.band_key_lineage.later_dumps), so Dagster knows what a
+decision reads: the lineage shows it, a dump's decisions wait while an earlier dump's signing is
+queued or under way (their automation condition), and a changed earlier dump marks them stale.
 """
 
 import dagster as dg
 
-from fw_assets.dedup.band_key_lineage import BAND_KEY_INDEX
-from fw_assets.partitions import dump_partitions
+from fw_assets.dedup.band_key_lineage import BAND_KEY_INDEX, ReplacedMinhashFiles, verified_content_version
+from fw_assets.dedup.minhash import minhash
+from fw_assets.dedup.signature_files import MinhashFileError
+from fw_assets.formats.lineage import checked_generation
+from fw_assets.lib.versions import code_version
+from fw_assets.partitions import PER_DUMP
+from fw_assets.paths import generation_record_path, publication_name
+from fw_assets.resources import FineWebStorage
 
-band_key_index = dg.AssetSpec(
-    BAND_KEY_INDEX,
-    partitions_def=dump_partitions,
-    group_name="dedup_index",
-    deps=[dg.AssetKey("minhash")],
+SQL = ()
+MODULES = ("fw_assets.dedup.band_key_lineage", "fw_assets.dedup.content_versions")
+
+
+@dg.asset(
+    key=BAND_KEY_INDEX,
+    **PER_DUMP,
+    deps=[minhash],
+    code_version=code_version(sql=SQL, modules=MODULES),
     description="The band keys of a dump's documents sorted by key and their signatures, "
-    "`minhash/<dump>.keys.arrow` and `minhash/<dump>.signatures.arrow`, written by `minhash` and "
-    "read by `deduplicated` of every later dump. Observed, not "
-    "materialized: its data version is a digest of their content.",
+    "`minhash/<dump>.keys.arrow` and `minhash/<dump>.signatures.arrow`, written by `minhash` and read "
+    "by `deduplicated` of every later dump. Its data version is their content version: an identical "
+    "re-sign changes nothing downstream.",
 )
-
+def band_key_index(context: dg.AssetExecutionContext, storage: FineWebStorage) -> dg.MaterializeResult:
+    dump, root = context.partition_key, storage.output_root
+    name = publication_name("minhash", dump)
+    with checked_generation(root, name, dump, context.log.info) as record:
+        if record is None:
+            raise dg.Failure(
+                f"Dump {dump}: minhash was never published (no generation record at "
+                f"{generation_record_path(root, name)}); materialize it first."
+            )
+        try:
+            version = verified_content_version(root, dump, record)
+        except (MinhashFileError, ReplacedMinhashFiles) as error:
+            raise dg.Failure(f"Dump {dump}: {error}. Materialize minhash of {dump} again.") from error
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(version),
+        metadata={
+            "content_version": version,
+            "minhash_generation": record["generation"],
+            "documents": record["contents"]["documents"],
+        },
+    )

@@ -1,13 +1,15 @@
-"""How the external asset `band_key_index` links `minhash` and `deduplicated` across dumps: the
-observation `minhash` records once it publishes a dump's files, and the partition mapping through
-which `deduplicated` of a dump depends on it for every strictly earlier dump. A plain module, so
-that both assets import what they share from neither's module (band_key_index.py defines the asset
-and says why it is external)."""
+"""How `band_key_index` links `minhash` and `deduplicated` across dumps: the partition mapping
+through which `deduplicated` of a dump depends on it for every strictly earlier dump, and the
+content version a later decision reads, verified against the earlier dump's generation record. A
+plain module, so that both assets import what they share from neither's module."""
+
+from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.lib.versions import DATA_VERSION_TAG
+from fw_assets.dedup.signature_files import content_version
 from fw_assets.partitions import dump_partitions
+from fw_assets.paths import minhash_path
 
 BAND_KEY_INDEX = dg.AssetKey("band_key_index")
 # The metadata of `deduplicated`: {earlier dump: its content version when the dump was decided}.
@@ -26,13 +28,21 @@ def read_by_decisions(dump: str, across_dumps: bool) -> list[str]:
     return [d for d in dump_partitions.get_partition_keys() if d == dump or (across_dumps and d < dump)]
 
 
-def published(dump: str, content_version: str, generation: str) -> dg.AssetObservation:
-    """The observation of `band_key_index` recorded once a dump's minhash files are published: its
-    data version is the content version of what later decisions read of them
-    (fw_assets.dedup.signature_files.content_version), so an identical re-sign changes nothing."""
-    return dg.AssetObservation(
-        asset_key=BAND_KEY_INDEX,
-        partition=dump,
-        tags={DATA_VERSION_TAG: content_version},
-        metadata={"content_version": content_version, "generation": generation},
-    )
+class ReplacedMinhashFiles(ValueError):
+    """A dump's minhash files whose content is not what their generation record says."""
+
+
+def verified_content_version(root: Path, dump: str, record: dict) -> str:
+    """The content version of `dump`'s published minhash files, refused (ReplacedMinhashFiles,
+    MinhashFileError) unless it is the one their generation record holds."""
+    path = minhash_path(root, dump)
+    version = content_version(path)
+    recorded = record["contents"].get("content_version", version)
+    if version != recorded:
+        raise ReplacedMinhashFiles(
+            f"the minhash files of {dump} ({path} and the files beside it) hold content {version}, not "
+            f"the {recorded} of their generation record {record['generation']}: they were replaced "
+            f"outside the pipeline"
+        )
+    return version
+

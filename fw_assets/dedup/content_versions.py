@@ -6,7 +6,7 @@ same documents can write its rows in another order, and its files' bytes (and th
 differ. Later decisions depend only on which documents there are, with their band keys and
 signatures: the version is the sum modulo 2^64 of one 64-bit hash per document over (id, band
 keys, signature), with the number of documents. Two runs over the same documents get the same
-version, so `stale_dedup` re-decides nothing after a retry or a backfill that changed nothing.
+version, so no later dump is decided again after a retry or a backfill that changed nothing.
 """
 
 from dataclasses import dataclass, field

@@ -4,8 +4,8 @@ A dump is decided against its own minhash file and the minhash files of every ea
 (fw_assets.dedup.decide): a dump never downloaded has no files and does not block, but one whose
 files are there without their generation record, or do not match it, is refused by name. The
 decisions record the content version of each earlier dump they were decided against (generation
-record and metadata), from which `stale_dedup` tells when they are stale. Decisions never change
-older dumps', so one run per dump writes only its own file.
+record and metadata). Decisions never change older dumps', so one run per dump writes only its own
+file. When it runs: fw_assets.crawl_order (once the dump and the earlier dumps in flight are signed).
 """
 
 import json
@@ -19,8 +19,15 @@ import dagster as dg
 import duckdb
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.crawl_order import after
 from fw_assets.dedup.band_key_index import band_key_index
-from fw_assets.dedup.band_key_lineage import DECIDED_AGAINST, later_dumps, read_by_decisions
+from fw_assets.dedup.band_key_lineage import (
+    DECIDED_AGAINST,
+    ReplacedMinhashFiles,
+    later_dumps,
+    read_by_decisions,
+    verified_content_version,
+)
 from fw_assets.dedup.contract import (
     CONTRACT_SQL,
     DEDUP_CHECKS,
@@ -32,13 +39,13 @@ from fw_assets.dedup.contract import (
 from fw_assets.dedup.decide import DecisionSummary, decide_dump
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY, Scope
-from fw_assets.dedup.signature_files import MinhashFileError, content_version
+from fw_assets.dedup.signature_files import MinhashFileError
 from fw_assets.formats.lineage import checked_generation, content_generation
 from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP
+from fw_assets.partitions import PER_DUMP_KEPT
 from fw_assets.paths import (
     dedup_path,
     generation_record_path,
@@ -58,9 +65,7 @@ MODULES = tuple(
 ) + ("fw_assets.dedup.checked_arrow", "fw_assets.lib.compiled")
 # The whole policy's fingerprint: scope ($FW_DEDUP_SCOPE) and verification threshold included.
 FINGERPRINT = MINHASH_POLICY.fingerprint()
-# Every earlier dump's band keys, through the external band_key_index, not through minhash: a
-# backfill follows dependencies between the assets it selects, and would take the later dumps too.
-# Only the scope across dumps reads them.
+# Every earlier dump's band keys (only the scope across dumps reads them).
 EARLIER_BAND_KEYS = (
     [dg.AssetDep(band_key_index, partition_mapping=later_dumps())]
     if MINHASH_POLICY.scope == Scope.ACROSS_DUMPS
@@ -74,8 +79,11 @@ DEDUPLICATED_CHECK_SPECS = check_specs("deduplicated", DEDUP_CHECKS)
 
 
 @dg.asset(
-    **PER_DUMP,
+    **PER_DUMP_KEPT,
     deps=[minhash, *EARLIER_BAND_KEYS],
+    # once the dump and every earlier dump are signed: a new signing of any re-decides it once
+    automation_condition=after(changes=dg.AssetSelection.assets(minhash), needs=dg.AssetSelection.assets(minhash),
+                               earlier=dg.AssetSelection.assets(band_key_index)),
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
     check_specs=DEDUPLICATED_CHECK_SPECS,
@@ -192,21 +200,15 @@ def _refuse_unrecorded_files(root: Path, dump: str, earlier: str) -> None:
 
 def _earlier_version(root: Path, dump: str, earlier: str, record: dict) -> str:
     """The content version of an earlier dump's minhash files, refused unless it is the one its
-    generation record holds (a record from before content versions holds none)."""
-    path = minhash_path(root, earlier)
+    generation record holds."""
     try:
-        version = content_version(path)
+        return verified_content_version(root, earlier, record)
     except MinhashFileError as error:
         raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
-    recorded = record["contents"].get("content_version", version)
-    if version != recorded:
+    except ReplacedMinhashFiles as error:
         raise dg.Failure(
-            f"Dump {dump}: the minhash files of the earlier dump {earlier} ({path} and the files "
-            f"beside it) hold content {version}, not the {recorded} of their generation record "
-            f"{record['generation']}: they were replaced outside the pipeline. Nothing was published. "
-            f"Materialize minhash of {earlier} again, then run it again."
-        )
-    return version
+            f"Dump {dump}: {error}. Nothing was published. Materialize minhash of {earlier} again, then run it again."
+        ) from error
 
 
 def _space_needed(root: Path, dump: str) -> SpaceNeed:
@@ -244,7 +246,7 @@ def _metadata(
     )
     metadata["similarity_of_drops"] = dg.MetadataValue.md(similarity_histogram(con, decisions))
     metadata["example_pairs"] = dg.MetadataValue.md(example_pairs(con, dump, decisions, inputs.minhash))
-    # Read by `stale_dedup`: the decisions are stale once an earlier dump's version is another.
+    # The earlier dumps' content versions (band_key_index data versions) the decisions were made from.
     metadata[DECIDED_AGAINST] = dg.MetadataValue.json(inputs.earlier_versions)
     metadata["earlier_dumps"] = dg.MetadataValue.md(
         table(

@@ -7,7 +7,6 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.dedup.band_key_lineage import published as band_key_index_published
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.signature_files import BucketedFileError, content_version, write_minhash_file
 from fw_assets.formats.lineage import checked_generation
@@ -91,9 +90,6 @@ def minhash(
             {"documents": summary.documents, "content_version": version},
             inputs={publication_name("bucketed", dump): input_entry(bucketed_record)},
         )
-    # at once, so later dumps' decisions made from here on count as having read these keys (a kill
-    # before it: `stale_dedup` records it from the generation record)
-    context.log_event(band_key_index_published(dump, version, record["generation"]))
     seconds = time.monotonic() - started
     return dg.MaterializeResult(
         data_version=dg.DataVersion(data_version(record)),  # the content: an identical re-sign is no change

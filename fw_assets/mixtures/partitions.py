@@ -71,6 +71,6 @@ def refuse_an_edited_recipe(recipe: str, plan_record: dict) -> None:
 
 recipe_partitions = dg.StaticPartitionsDefinition(sorted(current_recipe_files()))
 
-# What every per-recipe asset shares. A group of its own: neither the `dump_chain` job nor a dump
-# backfill (group `fineweb_edu`) selects them.
+# What every per-recipe asset shares. A group of its own: neither a dump's runs nor a dump backfill
+# (groups `fineweb_edu`, `fineweb_edu_kept`) select them.
 PER_RECIPE = dict(partitions_def=recipe_partitions, group_name="mixtures")

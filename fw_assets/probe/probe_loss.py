@@ -2,7 +2,7 @@
 
 Per dump, like the stages before it: a dump's losses are computed once and read by every recipe
 that draws on the dump, and a new dump costs one new partition, not a re-run of the others. Not in
-the `dump_chain` job (group `probe`): the probe is optional and, with a model, the costliest step.
+a dump's signing or deciding runs (group `probe`): the probe is optional and, with a model, the costliest step.
 """
 
 import time

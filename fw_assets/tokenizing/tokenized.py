@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.crawl_order import after
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.formats.indexed_dataset import optimal_token_dtype
 from fw_assets.formats.lineage import checked_generation
@@ -18,7 +19,7 @@ from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.publish import data_version, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
-from fw_assets.partitions import PER_DUMP
+from fw_assets.partitions import PER_DUMP_KEPT
 from fw_assets.paths import (
     dedup_path,
     docs_path,
@@ -55,8 +56,11 @@ TOKENIZED_CHECK_SPECS = check_specs("tokenized", TOKENIZED_CHECKS)
 
 
 @dg.asset(
-    **PER_DUMP,
+    **PER_DUMP_KEPT,
     deps=[bucketed, deduplicated],
+    # in the run of the dump's decisions, or after decisions made without it
+    automation_condition=after(changes=dg.AssetSelection.assets(deduplicated),
+                               needs=dg.AssetSelection.assets(bucketed, deduplicated)),
     code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
     check_specs=TOKENIZED_CHECK_SPECS,

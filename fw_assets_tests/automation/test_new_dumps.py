@@ -66,7 +66,7 @@ def test_a_complete_dump_is_requested_once_and_again_when_a_file_changes(instanc
     request = first.run_requests[0]
     fingerprint = request.tags[FINGERPRINT_TAG]
     assert fingerprint in request.run_key and DUMP in request.run_key
-    assert request.job_name in (None, "dump_chain")
+    assert request.job_name in (None, "dump_signing")
 
     second = tick(instance, source, first.cursor)
     assert requested_dumps(second) == []
@@ -228,26 +228,28 @@ def test_the_interval_comes_from_the_environment(monkeypatch):
         settings.sensor_interval_seconds()
 
 
-def test_the_sensor_is_on_by_default_and_targets_the_dump_chain():
+def test_the_sensor_is_on_by_default_and_signs_dumps():
     sensor = defs.resolve_sensor_def("new_dumps")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert sensor.job_name == "dump_chain"
+    assert sensor.job_name == "dump_signing"
 
 
-def test_two_complete_dumps_are_two_runs_each_of_the_whole_chain(instance, source):
+def test_two_complete_dumps_are_two_runs_each_signing_one(instance, source):
     write_dump(source, DUMP)
     write_dump(source, OTHER_DUMP)
     result = tick(instance, source)
     assert sorted(requested_dumps(result)) == [DUMP, OTHER_DUMP]
-    job = defs.resolve_job_def("dump_chain")
+    job = defs.resolve_job_def("dump_signing")
     assert job.partitions_def == defs.resolve_assets_def("raw").partitions_def
-    # every per-dump asset that runs code (not the observed band_key_index) but the optional
-    # probe (group `probe`, run on demand), and nothing partitioned otherwise (the mixtures are
-    # per recipe)
+    # every per-dump asset up to the band keys later dumps read; the decisions and token files
+    # follow by automation, the optional probe on demand, and nothing partitioned otherwise (the
+    # mixtures are per recipe)
     assert set(job.asset_layer.executable_asset_keys) == {
-        asset.key for asset in defs.assets
-        if asset.partitions_def == dump_partitions and not isinstance(asset, dg.AssetSpec)
-    } - {dg.AssetKey("probe_loss")}
+        dg.AssetKey(name) for name in ("raw", "sampled", "bucketed", "minhash", "band_key_index")
+    }
+    graph = defs.resolve_asset_graph()
+    for key in ("deduplicated", "tokenized"):
+        assert graph.get(dg.AssetKey(key)).automation_condition is not None
 
 
 def test_an_appledouble_file_does_not_hold_a_dump_back(instance, source):

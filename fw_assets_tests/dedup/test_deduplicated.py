@@ -1,7 +1,7 @@
 """minhash -> deduplicated -> tokenized through Dagster, in-process, on generated dumps with
-planted near-duplicates: drops and checks on the right dump, stale later dumps re-run by the
-`stale_dedup` sensor to the same bytes as in crawl order, a bad
-earlier file named with nothing published, the explain command, a repeated dump warned about."""
+planted near-duplicates: drops and checks on the right dump, a later dump decided before an earlier
+one re-decided once by the decisions' automation to the same bytes as in crawl order, a bad earlier
+file named with nothing published, the explain command, a repeated dump warned about."""
 
 import json
 import math
@@ -15,14 +15,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from fw_assets.automation import stale_dedup as stale_dedup_module
-from fw_assets.automation.stale_dedup import stale_dedup
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.dedup.__main__ import main as dedup_command
+from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.dedup.minhash_policy import MinhashPolicy, Scope
-from fw_assets.definitions import defs
 from fw_assets.lib.markdown import literal
 from fw_assets.lib.publish import changed_inputs, recorded_generation
 from fw_assets.paths import (
@@ -39,17 +36,12 @@ from fw_assets.probe.resources import ProbeResource
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.automation import CrawlOrderTicks, decided
 from fw_assets_tests.support.damage import damage_arrow_values
 from fw_assets_tests.support.dedup_runs import EARLY, LATE, example_rows, failure_message
-from fw_assets_tests.support.runs import CHAIN, materialize_dump, resources
+from fw_assets_tests.support.runs import CHAIN, materialize_dump
 
 TOKENIZER = {"tokenizer": TokenizerResource()}
-
-
-def sensor_context(instance: dg.DagsterInstance, source: Path, output: Path) -> dg.SensorEvaluationContext:
-    return dg.build_sensor_context(
-        instance=instance, definitions=defs, resources={"storage": resources(source, output)["storage"]}
-    )
 
 
 def materialization(result: dg.ExecuteInProcessResult, asset) -> dict:
@@ -149,30 +141,26 @@ def test_drops_within_and_against_earlier_dumps_and_their_checks_on_the_right_du
         assert checks["drop_share"].severity == dg.AssetCheckSeverity.WARN
 
 
-def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_bytes(
-    source, in_order, tmp_path, monkeypatch
-):
+def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_bytes(source, in_order, tmp_path):
     output = tmp_path / "reverse"
     with dg.DagsterInstance.ephemeral() as instance:
+        automation = CrawlOrderTicks(instance)
+        assert automation.tick() == {}
         materialize_dump(
             source, output, LATE, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER
         )
-        assert not stale_dedup(sensor_context(instance, source, output)).run_requests  # nothing earlier yet
-        materialize_dump(source, output, EARLY, instance=instance)  # downloaded late
-        requests = stale_dedup(sensor_context(instance, source, output)).run_requests
-        assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
-            (LATE, {deduplicated.key, tokenized.key})
-        ]
-        with monkeypatch.context() as scope:  # decided each on its own, nothing is stale
-            scope.setattr(stale_dedup_module, "MINHASH_POLICY", MinhashPolicy(scope=Scope.WITHIN_DUMP))
-            result = stale_dedup(sensor_context(instance, source, output))
-            assert not result.run_requests and "within_dump" in result.skip_reason.skip_message
+        assert automation.tick() == {}  # decided in its own run, against no earlier dump yet
+        materialize_dump(  # downloaded late
+            source, output, EARLY, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER
+        )
+        assert automation.tick() == decided(LATE)
+        assert automation.tick() == {}  # once, not once per tick
         first_pass = dedup_path(output, LATE).read_bytes()
-        materialize_dump(  # the run the sensor asked for
+        materialize_dump(  # the run the automation asked for
             source, output, LATE, instance=instance, assets=[deduplicated, tokenized],
             extra_resources=TOKENIZER,
         )
-        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
+        assert automation.tick() == {}
     in_order_output, _ = in_order
     for dump in (EARLY, LATE):
         assert dedup_path(output, dump).read_bytes() == dedup_path(in_order_output, dump).read_bytes()
@@ -220,7 +208,7 @@ def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(sour
     before = dedup_path(output, LATE).read_bytes()
     result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
     message = failure_message(result)
-    for expected in (f"Dump {LATE}: the minhash files of the earlier dump {EARLY}", str(minhash_path(output, EARLY)),
+    for expected in (f"Dump {LATE}: the minhash files of {EARLY}", str(minhash_path(output, EARLY)),
                      "not the 0123456789abcdef of their generation record", "Nothing was published",
                      f"Materialize minhash of {EARLY} again"):
         assert expected in message, message
@@ -246,23 +234,22 @@ def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_i
     """LATE's first decisions fail on EARLY's damaged file: none are published. No request while
     nothing changed (the same run would fail again); one once EARLY is signed again."""
     output = tmp_path / "repaired"
-    shutil.copytree(in_order[0], output)
-    dedup_path(output, LATE).unlink()
-    generation_record_path(output, publication_name("dedup", LATE)).unlink()
-    damage_arrow_values(signatures_path(minhash_path(output, EARLY)), "signature")
     with dg.DagsterInstance.ephemeral() as instance:
-        failed = materialize_dump(
-            source, output, LATE, instance=instance, assets=[minhash, deduplicated], raise_on_error=False
+        automation = CrawlOrderTicks(instance)
+        materialize_dump(
+            source, output, EARLY, instance=instance, assets=[*CHAIN, tokenized], extra_resources=TOKENIZER
         )
-        assert not failed.success
-        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
-        materialize_dump(source, output, EARLY, instance=instance, assets=[minhash])  # repaired
-        requests = stale_dedup(sensor_context(instance, source, output)).run_requests
-        assert [(r.partition_key, set(r.asset_selection)) for r in requests] == [
-            (LATE, {deduplicated.key, tokenized.key})
-        ]
-        materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated])
-        assert not stale_dedup(sensor_context(instance, source, output)).run_requests
+        materialize_dump(source, output, LATE, instance=instance, assets=CHAIN[:-1])
+        automation.tick()
+        damage_arrow_values(signatures_path(minhash_path(output, EARLY)), "signature")
+        failed = materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated], raise_on_error=False)
+        assert not failed.success and not dedup_path(output, LATE).exists()
+        assert automation.tick() == {}
+        materialize_dump(source, output, EARLY, instance=instance, assets=[minhash, band_key_index])  # repaired
+        assert automation.tick() == decided(LATE)
+        materialize_dump(source, output, LATE, instance=instance, assets=[deduplicated, tokenized],
+                         extra_resources=TOKENIZER)
+        assert automation.tick() == {}
     assert dedup_path(output, LATE).read_bytes() == dedup_path(in_order[0], LATE).read_bytes()
 
 

@@ -23,7 +23,8 @@ from websockets.sync.client import connect
 
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.definitions import defs
-from fw_assets.jobs import dump_chain_job
+from fw_assets.jobs import signing_job
+from fw_assets.partitions import KEPT_GROUP, SIGNING_GROUP
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -324,17 +325,24 @@ class DagsterServices:
 
 
 def chain_asset_keys() -> list[dg.AssetKey]:
-    """Every asset of one dump's chain (the `dump_chain` job), what a backfill of all assets selects."""
-    return sorted(dump_chain_job.selection.resolve(defs.resolve_asset_graph()))
+    """Every asset of one dump's chain: its signing (what a backfill selects) and its decisions and
+    token files (what automation runs after)."""
+    return sorted(dg.AssetSelection.groups(SIGNING_GROUP, KEPT_GROUP).resolve(defs.resolve_asset_graph()))
+
+
+def signing_asset_keys() -> list[dg.AssetKey]:
+    """The assets of a dump's signing run (the `dump_signing` job): what a backfill of dumps selects."""
+    return sorted(signing_job.selection.resolve(defs.resolve_asset_graph()))
 
 
 def chain_steps() -> set[str]:
-    return set(defs.resolve_job_def(dump_chain_job.name).graph.node_dict)
+    return {key.to_python_identifier() for key in chain_asset_keys()}
 
 
 def chain_checks() -> list[dg.AssetCheckKey]:
-    job = defs.resolve_job_def(dump_chain_job.name)
-    return sorted(job.asset_layer.asset_graph.asset_check_keys, key=lambda key: key.to_user_string())
+    graph = defs.resolve_asset_graph()
+    keys = set(chain_asset_keys())
+    return sorted((c for c in graph.asset_check_keys if c.asset_key in keys), key=lambda key: key.to_user_string())
 
 
 def failure_messages(run: dict) -> list[str]:

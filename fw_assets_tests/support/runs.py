@@ -16,14 +16,15 @@ from fw_assets.automation.dump_runs import PARTITION_TAG
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
-from fw_assets.jobs import dump_chain_job
+from fw_assets.jobs import signing_job
 from fw_assets.resources import FineWebStorage, Warehouse
 
 # The generated dumps most tests run on, in crawl order.
 SAMPLE_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
-CHAIN = [raw, sampled, bucketed, minhash, deduplicated]
+CHAIN = [raw, sampled, bucketed, minhash, band_key_index, deduplicated]
 
 
 def resources(source_root: Path, output_root: Path) -> dict:
@@ -42,13 +43,19 @@ def materialize_dump(
     raise_on_error=True,
     extra_resources: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """Materialize `assets` for one dump; `extra_resources` (e.g. `tokenizer`) join the defaults."""
-    return dg.materialize(
-        assets,
-        partition_key=dump,
+    """Materialize `assets` for one dump, in one run whose asset selection is theirs (as a CLI or UI
+    run records it); `extra_resources` (e.g. `tokenizer`) join the defaults."""
+    definitions = dg.Definitions(
+        assets=assets,
         resources={**resources(source_root, output_root), **(extra_resources or {})},
+        executor=dg.in_process_executor,
+    )
+    job = definitions.resolve_implicit_global_asset_job_def()
+    return job.execute_in_process(
+        partition_key=dump,
         instance=instance,
         raise_on_error=raise_on_error,
+        asset_selection=[key for asset in assets for key in asset.keys],
     )
 
 
@@ -58,9 +65,9 @@ def read_source(source_root: Path, dump: str) -> pa.Table:
 
 
 def unfinished_run(
-    instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus, job: str = dump_chain_job.name
+    instance: dg.DagsterInstance, dump: str, status: dg.DagsterRunStatus, job: str = signing_job.name
 ) -> str:
-    """A run of the dump's chain (or of another job) as the daemon queues it (from the code
+    """A run signing the dump (or of another job) as the daemon queues it (from the code
     location) or the CLI starts it; returns its id."""
     origin = RemoteJobOrigin(
         RemoteRepositoryOrigin(
@@ -89,7 +96,7 @@ materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], assets=[{ass
 
 
 def run_waiting_for_its_retry(instance: dg.DagsterInstance, dump: str) -> str:
-    """A run of the dump's chain that failed (its host was lost) and that run retries will launch
+    """A run signing the dump that failed (its host was lost) and that run retries will launch
     again, as the daemon marks it before launching the retry; returns its id."""
     run_id = unfinished_run(instance, dump, dg.DagsterRunStatus.STARTED)
     instance.report_run_failed(instance.get_run_by_id(run_id), message="its host was lost")

@@ -433,15 +433,16 @@ def test_tokenizer_resource_defaults_to_cl100k_on_every_usable_core():
         TokenizerResource(batch_size=0).batch_rows()
 
 
-def test_tokenized_runs_with_the_chain_in_one_run_per_dump():
+def test_tokenized_runs_with_the_dumps_decisions_in_one_run_per_dump():
     from fw_assets.definitions import defs
 
     tokenized_def = defs.resolve_assets_def("tokenized")
-    bucketed_def = defs.resolve_assets_def("bucketed")
-    assert tokenized_def.partitions_def == bucketed_def.partitions_def
-    # Dagster's default (one run per partition) for every asset of the chain, so they share a run
-    assert tokenized_def.backfill_policy is None and bucketed_def.backfill_policy is None
-    assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu"
+    deduplicated_def = defs.resolve_assets_def("deduplicated")
+    assert tokenized_def.partitions_def == deduplicated_def.partitions_def
+    # Dagster's default (one run per partition) for both, in one group, so they share a run
+    assert tokenized_def.backfill_policy is None and deduplicated_def.backfill_policy is None
+    assert tokenized_def.group_names_by_key[tokenized_def.key] == "fineweb_edu_kept"
+    assert deduplicated_def.group_names_by_key[deduplicated_def.key] == "fineweb_edu_kept"
     assert dg.AssetKey("bucketed") in tokenized_def.dependency_keys
     assert "tokenizer" in defs.resources
 

@@ -1,0 +1,49 @@
+"""When a dump's decisions and token files are made: Dagster's declarative automation, evaluated
+by the `decide_in_crawl_order` sensor (fw_assets.automation.decide_in_crawl_order).
+
+A dump's run of group `fineweb_edu` signs it (raw to band_key_index): dumps sign side by side, in
+any order, on any host. `deduplicated` and `tokenized` (group `fineweb_edu_kept`) decide and
+tokenize it once no signing they read is queued or under way: `deduplicated` of a dump reads the
+band keys of every earlier dump (fw_assets.dedup.band_key_lineage.later_dumps), so Dagster holds a
+dump's decisions back while an earlier dump's signing run is queued, running, or still to be
+launched by an open backfill, and decides it once after the last of them. Each condition is true
+once per change (`since_last_handled`): a late earlier dump re-decides each later dump once, not
+once per tick. Changes are data versions, so an identical re-sign (a retry, a backfill of dumps
+already signed) requests nothing.
+"""
+
+import dagster as dg
+
+A = dg.AutomationCondition
+
+# The dump's own output was never made and its last attempt did not fail (a failed attempt is not
+# retried tick after tick: its inputs changing, or a person, asks again).
+NEVER_MADE = (A.missing() & ~A.execution_failed()).with_label("never made, and not failed")
+
+
+def after(
+    changes: dg.AssetSelection, needs: dg.AssetSelection, earlier: dg.AssetSelection | None = None
+) -> dg.AutomationCondition:
+    """Requested once after a dependency in `changes` (of the same dump) or in `earlier` (of earlier
+    dumps) gets a new data version, when never made, or when its last attempt failed and one of
+    them was made again since (a repaired file has its old data version); held while a dependency
+    in `needs` is missing, while any dependency is queued or in progress, and while the asset
+    itself is.
+
+    A same-dump dependency updated by a run that also ran this asset (the CLI's whole chain), or
+    requested in this tick (so both run together), is not a change to run it for. Dagster tells that
+    by asset, not partition, so an earlier dump's change always counts: its run may have decided
+    that dump, never this one."""
+    own_update = ~A.executed_with_root_target()
+    changed = A.any_deps_match((A.data_version_changed() & own_update) | A.will_be_requested()).allow(changes)
+    remade = A.any_deps_match(A.newly_updated() & own_update).allow(changes)
+    if earlier:
+        changed |= A.any_deps_match(A.data_version_changed()).allow(earlier)
+        remade |= A.any_deps_match(A.newly_updated()).allow(earlier)
+    retried = (A.execution_failed() & remade).with_label("failed, and an input was made again since")
+    return (
+        (changed.with_label("an input has a new data version") | NEVER_MADE | retried).since_last_handled()
+        & ~A.any_deps_match(A.missing() & ~A.will_be_requested()).allow(needs).with_label("an input is missing")
+        & ~A.any_deps_in_progress().with_label("an input's run is queued or in progress")
+        & ~A.in_progress()
+    )
