@@ -288,10 +288,10 @@ def test_the_environment_reads_are_found_however_the_name_is_given(tmp_path):
 
 
 # --- the asset graph: drawn in the README and on the home page, as the definitions have it ---
-# Each drawing is the ```text block right after an HTML comment starting `<!-- the asset graph`.
+# Each drawing is the ```{.text .drawing} block right after an HTML comment starting `<!-- the asset graph`.
 # A changed graph fails here until its drawing (and the home page's table) say the same.
 DRAWN_ON = [REPO_ROOT / "README.md", REPO_ROOT / "docs" / "index.md"]
-DRAWING = re.compile(r"^<!-- the asset graph.*?-->\n```text\n(.*?)\n```", flags=re.S | re.M)
+DRAWING = re.compile(r"^<!-- the asset graph.*?-->\n```\{\.text \.drawing\}\n(.*?)\n```", flags=re.S | re.M)
 HOME = REPO_ROOT / "docs" / "index.md"
 HOME_TABLE_HEADER = "| asset | group | partitions | page |"
 README_TABLE_HEADER = "| asset | what it does |"
