@@ -1,4 +1,4 @@
-"""The seed's datatrove pipeline (seed design 000, section 3.2), re-implemented for the benchmark.
+"""The seed's datatrove pipeline (the bucketing design fw_assets grew from), re-implemented for the benchmark.
 
 ParquetReader (id, text, score, file_path) -> StratifiedSampler -> MultiBucketWriter, run by
 LocalPipelineExecutor, writing `en/<bucket>/<dump>/<rank>.parquet` (id, text, score; zstd).
@@ -59,7 +59,7 @@ def score_bucket(score: float) -> tuple[float, float, float] | None:
 class StratifiedSampler(BaseFilter):
     """Keep a document iff md5(f"{seed}_{id}_{low}_{high}") % 10000 / 10000 < its bucket's rate."""
 
-    name = "Stratified sampler (seed 000)"
+    name = "Stratified sampler (seed)"
 
     def __init__(self, random_seed: int = 42):
         super().__init__()
@@ -83,7 +83,7 @@ def _id_text_score(writer: ParquetWriter, document: Document) -> dict:
 class MultiBucketWriter(PipelineStep):
     """Routes each document to `<base>/en/<bucket>/<CC-MAIN-…>/<rank>.parquet`, zstd."""
 
-    name = "Multi-bucket writer (seed 000)"
+    name = "Multi-bucket writer (seed)"
     type = "💽 - WRITER"
     cc_main = re.compile(r"CC-MAIN-\d{4}-\d{2}")
 

@@ -1,4 +1,4 @@
-"""The sampling policy of record (seed design 000): score buckets, keep rates and the hash seed.
+"""The sampling policy of record (docs/sampling.md): score buckets, keep rates and the hash seed.
 
 Every value that decides which rows are kept lives here, and its fingerprint is the code version
 of the assets that apply it, so changing the policy marks their materializations stale.

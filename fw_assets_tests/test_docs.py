@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from fw_assets_tests.support.drawings import Drawing
+from fw_assets_tests.support.environment_reads import PythonReads, instance_reads, shell_reads
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 300
@@ -220,3 +223,169 @@ def test_the_checks_fail_on_what_they_guard(tmp_path):
     text = prose(page.read_text())
     assert {what for what, pattern in HISTORY.items() if pattern.search(text)} == {
         "a work-item tag", "'used to'", "'before this version'"}
+
+
+# --- the environment variables: every one the code reads is in the operations page's reference ---
+OPERATIONS = REPO_ROOT / "docs" / "operations.md"
+VARIABLES_SECTION = "## Reference: environment variables"
+SHELL_SCRIPTS = sorted((REPO_ROOT / "deploy").rglob("*.sh"))
+INSTANCE_FILES = [REPO_ROOT / "dagster.yaml", *sorted((REPO_ROOT / "deploy").rglob("*.yaml"))]
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every row of every markdown table in `text`, header and rule rows apart."""
+    rows = []
+    for block in re.findall(r"(?:^\|.*\|[ \t]*\n?)+", text, flags=re.M):
+        lines = block.strip("\n").split("\n")
+        rows += [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines[2:]]
+    return rows
+
+
+def documented_variables() -> set[str]:
+    """The variables named in the first column of the tables of the operations page's reference."""
+    section = OPERATIONS.read_text().split(VARIABLES_SECTION, 1)[1].split("\n## ", 1)[0]
+    return {name for row in table_rows(section) for name in re.findall(r"`([A-Z][A-Z0-9_]*)`", row[0])}
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_operations_reference():
+    """fw_assets' own reads (os.environ, os.getenv, through settings.py or not), the shell scripts
+    of deploy/ and the instance files ({env: NAME}) read nothing the reference leaves out."""
+    python = PythonReads(REPO_ROOT / "fw_assets")
+    assert not python.unknown, f"environment reads whose variable the test cannot tell: {python.unknown}"
+    read = python.variables | set().union(*map(shell_reads, SHELL_SCRIPTS), *map(instance_reads, INSTANCE_FILES))
+    missing = sorted(read - documented_variables())
+    assert not missing, f"{page_id(OPERATIONS)} ({VARIABLES_SECTION[3:]}) leaves out: {missing}"
+
+
+def test_every_variable_in_the_operations_reference_is_one_the_code_or_dagster_names():
+    """A variable the code no longer names leaves the reference too."""
+    sources = [*(REPO_ROOT / "fw_assets").rglob("*.py"), *SHELL_SCRIPTS, *INSTANCE_FILES]
+    text = "\n".join(path.read_text() for path in sources)
+    stale = sorted(name for name in documented_variables() if not re.search(rf"\b{name}\b", text))
+    assert not stale, f"{page_id(OPERATIONS)} documents variables nothing reads: {stale}"
+
+
+def test_the_environment_reads_are_found_however_the_name_is_given(tmp_path):
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "settings.py").write_text(
+        'import os\nSCOPE_ENV = "X_SCOPE"\n'
+        'def number(name, default):\n    return os.environ.get(name, default)\n'
+        'def limit():\n    return number("X_LIMIT", 1)\n'
+        'def scope():\n    return os.getenv(SCOPE_ENV) or os.environ["X_PLAIN"]\n'
+        'def told(which):\n    return "X_SET" in os.environ or os.environ.setdefault(which, "0")\n'
+    )
+    (package / "user.py").write_text("from package import settings\nsettings.told(input())\n")
+    reads = PythonReads(package)
+    assert reads.variables == {"X_SCOPE", "X_LIMIT", "X_PLAIN", "X_SET"}
+    assert [line.split(":")[0] for line in reads.unknown] == ["settings.py line 10"]
+    script = tmp_path / "run.sh"
+    script.write_text('WORKERS=${X_WORKERS:-2}\nHOME_DIR=${X_HOME-}\necho "$PLAIN ${X_NEEDED:?}"\n')
+    assert shell_reads(script) == {"X_WORKERS", "X_HOME", "X_NEEDED"}
+    instance = tmp_path / "dagster.yaml"
+    instance.write_text("storage:\n  postgres:\n    hostname: {env: X_PG_HOST}\n")
+    assert instance_reads(instance) == {"X_PG_HOST"}
+
+
+# --- the asset graph: drawn in the README and on the home page, as the definitions have it ---
+# Each drawing is the ```{.text .drawing} block right after an HTML comment starting `<!-- the asset graph`.
+# A changed graph fails here until its drawing (and the home page's table) say the same.
+DRAWN_ON = [REPO_ROOT / "README.md", REPO_ROOT / "docs" / "index.md"]
+DRAWING = re.compile(r"^<!-- the asset graph.*?-->\n```\{\.text \.drawing\}\n(.*?)\n```", flags=re.S | re.M)
+HOME = REPO_ROOT / "docs" / "index.md"
+HOME_TABLE_HEADER = "| asset | group | partitions | page |"
+README_TABLE_HEADER = "| asset | what it does |"
+
+
+@cache
+def defined_graph() -> tuple[dict, set[tuple[str, str]]]:
+    """Each asset of `fw_assets.definitions.defs` by name, and every (upstream, downstream) pair."""
+    from fw_assets.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    nodes = {key.to_user_string(): graph.get(key) for key in graph.get_all_asset_keys()}
+    edges = {(parent.to_user_string(), name) for name, node in nodes.items() for parent in node.parent_keys}
+    return nodes, edges
+
+
+@pytest.mark.parametrize("page", DRAWN_ON, ids=page_id)
+def test_the_asset_graph_drawn_is_the_one_defined(page):
+    drawings = DRAWING.findall(page.read_text())
+    assert len(drawings) == 1, f"{page_id(page)}: expected one drawing of the asset graph, found {len(drawings)}"
+    drawing = Drawing(drawings[0])
+    assert not drawing.problems, f"{page_id(page)}'s asset graph: {drawing.problems}"
+    nodes, edges = defined_graph()
+    ends = {name for edge in drawing.edges for name in edge}
+    assert not ends - nodes.keys(), f"{page_id(page)} draws arrows at names that are no asset: {ends - nodes.keys()}"
+    assert not nodes.keys() - drawing.names, f"{page_id(page)} does not draw {sorted(nodes.keys() - drawing.names)}"
+    assert not edges - drawing.edges, f"{page_id(page)} lacks the arrows {sorted(edges - drawing.edges)}"
+    assert not drawing.edges - edges, f"{page_id(page)} draws arrows no asset has: {sorted(drawing.edges - edges)}"
+
+
+def table_after(page: Path, header: str) -> list[list[str]]:
+    text = page.read_text()
+    assert header in text, f"{page_id(page)} has no table `{header}`"
+    return table_rows(text[text.index(header):].split("\n\n", 1)[0])
+
+
+def partitions_of(node) -> str:
+    from fw_assets.mixtures.partitions import recipe_partitions
+    from fw_assets.partitions import dump_partitions
+
+    return {id(dump_partitions): "dumps", id(recipe_partitions): "recipes"}.get(id(node.partitions_def), "other")
+
+
+def test_the_home_pages_table_gives_each_asset_its_group_and_partitions():
+    """One row per set of assets: their names (`(observed)` for an asset no run materializes),
+    their group and their partitions, as defined."""
+    nodes, _ = defined_graph()
+    listed, wrong = [], []
+    for cells in table_after(HOME, HOME_TABLE_HEADER):
+        names, group, partitions = re.findall(r"`(\w+)`", cells[0]), cells[1].strip("`"), cells[2]
+        listed += names
+        for name in names:
+            node = nodes.get(name)
+            if node is None:
+                wrong.append(f"{name}: no such asset")
+                continue
+            said = (group, partitions, "(observed)" in cells[0])
+            defined = (node.group_name, partitions_of(node), not node.is_materializable)
+            if said != defined:
+                wrong.append(f"{name}: the table says {said}, the definitions (group, partitions, observed) {defined}")
+    assert sorted(listed) == sorted(nodes), f"{page_id(HOME)}'s asset table lists {sorted(listed)}"
+    assert not wrong, wrong
+
+
+def test_the_readmes_table_has_one_row_per_asset():
+    nodes, _ = defined_graph()
+    listed = [re.fullmatch(r"`(\w+)`", cells[0]).group(1) for cells in table_after(REPO_ROOT / "README.md",
+                                                                                    README_TABLE_HEADER)]
+    assert sorted(listed) == sorted(nodes), f"README.md's asset table lists {sorted(listed)}"
+
+
+def test_a_drawing_is_read_as_drawn():
+    """Branches and merges, a crossing, an arrowhead touching its name, and the mistakes reported."""
+    drawing = Drawing(
+        "a ──> b ──┬──> c\n"
+        "│         │\n"
+        "│     d ──┼──> e\n"
+        "│         ▼\n"
+        "└───────> f    g>h"
+    )
+    assert drawing.edges == {("a", "b"), ("b", "c"), ("b", "f"), ("d", "e"), ("a", "f"), ("g", "h")}
+    assert not drawing.problems
+    broken = Drawing("a ──> b\n\n  ──> c\nd ──>   e\n    │")
+    assert broken.problems == [
+        "line 3, column 3: a line that ends at no name",
+        "line 3, column 5: an arrow into c that comes from no name",
+        "line 4, column 5: an arrowhead that points at no name",
+        "line 5, column 5: a line that leads to no arrowhead",
+    ]
+
+
+def test_the_data_formats_page_covers_every_path_paths_py_lists():
+    """fw_assets/paths.py lists every path read or written in its docstring; the page says what
+    each one holds."""
+    listed = re.findall(r"^\s*<(?:source|output)_root>/(\S+)", ast.get_docstring(module_tree("fw_assets.paths")), re.M)
+    page = (REPO_ROOT / "docs" / "data-formats.md").read_text()
+    assert len(listed) > 10 and not [path for path in listed if path not in page], [p for p in listed if p not in page]

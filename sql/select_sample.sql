@@ -1,4 +1,4 @@
--- The sampler of record (seed design 000), decided for every row of one dump.
+-- The sampler of record (docs/sampling.md#the-sampler-of-record), decided for every row of one dump.
 -- Reads only `id` and `score`: the text is not touched until `write_buckets.sql`.
 --
 --   $files      the dump's source parquet files

@@ -4,7 +4,8 @@
 # (worker-1, worker-2, ...), the daemon and the webserver. Each runs in its own process group, its
 # pid written down under $DAGSTER_HOME/local/pids. For trying the deployment out, and for the tests.
 #
-#   deploy/celery/local.sh up       start whatever of it is not running; prints the webserver's URL last
+#   deploy/celery/local.sh up       start whatever of it is not running, a line on stderr for each;
+#                                   prints the webserver's URL last
 #   deploy/celery/local.sh status   one line per running process: <role> <host> <pid>
 #   deploy/celery/local.sh down     stop every process `up` started, and nothing else
 #   deploy/celery/local.sh env      the environment the dagster CLI needs for this instance:
@@ -206,6 +207,10 @@ start_worker() {
 
 webserver_answers() { curl -sf "http://127.0.0.1:$FW_WEBSERVER_PORT/server_info" > /dev/null; }
 
+starting() {  # starting WHAT LOG: one line on stderr per service `up` starts, before its wait
+    echo "local.sh: starting $1 (log: $LOGS/$2.log)" >&2
+}
+
 up() {
     mkdir -p "$PIDS" "$LOGS"
     write_env_once
@@ -213,18 +218,23 @@ up() {
     load_env
     mkdir -p "$FW_OUTPUT_DIR"
     write_instance_yaml
+    alive "$PIDS/redis" || starting "Redis on 127.0.0.1:$(redis_port)" redis
     alive "$PIDS/redis" || start_redis
+    alive "$PIDS/postgres" || starting "PostgreSQL on $DAGSTER_PG_HOST:$DAGSTER_PG_PORT" postgres
     alive "$PIDS/postgres" || start_postgres
     # The schemas first: two services creating them at once race.
     (cd "$DAGSTER_HOME" && "$BIN/dagster" instance migrate > "$LOGS/migrate.log" 2>&1) \
         || die "dagster instance migrate failed: $LOGS/migrate.log"
     local index
     for index in $(seq 1 "$WORKERS"); do
+        alive "$PIDS/worker-$index" || starting "Celery worker worker-$index" "worker-$index"
         alive "$PIDS/worker-$index" || start_worker "$index"
     done
+    alive "$PIDS/daemon" || starting "the Dagster daemon" daemon
     alive "$PIDS/daemon" || start_group daemon \
         "$BIN/dagster-daemon" run -w "$REPO/workspace.yaml"
     if ! alive "$PIDS/webserver"; then
+        starting "the webserver on http://127.0.0.1:$FW_WEBSERVER_PORT" webserver
         start_group webserver "$BIN/dagster-webserver" -h 127.0.0.1 -p "$FW_WEBSERVER_PORT" \
             -w "$REPO/workspace.yaml"
     fi

@@ -3,7 +3,7 @@
 A rule's name is the name of its pandera check and the name of the column counting its failures
 in each `sql/*.sql` statement that counts it, so both enforcements of a contract report the same
 rule. A rule counted by no statement is checked by pandera on sampled rows only.
-fw_assets_tests/test_contract_parity.py fails when a rule lacks either half, and checks that both
+fw_assets_tests/bucketing/test_contract_schemas.py fails when a rule lacks either half, and checks that both
 halves flag the same rows.
 """
 

@@ -1,4 +1,4 @@
-"""Near-duplicates across dumps (seed design 001): MinHash-LSH signatures per dump, and per-dump
+"""Near-duplicates across dumps (docs/near-duplicates.md): MinHash-LSH signatures per dump, and per-dump
 decisions in which the earliest crawl wins.
 
 "minhash" names the asset only; the algorithm is signing, its files are signature files.

@@ -1,4 +1,4 @@
-"""The near-duplicate policy of record (seed design 001): MinHash-LSH parameters, rule settings.
+"""The near-duplicate policy of record (docs/near-duplicates.md#the-policy): MinHash-LSH parameters, rule settings.
 
 Like the sampling policy, every value that decides a dedup decision lives here. The signature
 fingerprint covers what the `minhash` files depend on (and is stored in each file); the full

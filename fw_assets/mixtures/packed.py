@@ -17,7 +17,7 @@ from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
 from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
-from fw_assets.paths import mixture_cache_dir, packed_root, publication_name
+from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root, publication_name
 from fw_assets.resources import FineWebStorage
 from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs, writing_step
 
@@ -62,14 +62,17 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
             ) as records,
         ):
             rows = {}
+            published_root = packed_root(root, name)
+            staged_root = staging.path / published_root.name
             for stage in stages:
                 log(f"Packing stage {stage.name}: {stage.num_samples[0]:,} samples of {stage.seq_length} tokens")
-                files = write_packed(stage, mixture_cache_dir(root, name), staging.path / "packed" / stage.name)
+                stage_dir = packed_dir(root, name, stage.name).relative_to(published_root)
+                files = write_packed(stage, mixture_cache_dir(root, name), staged_root / stage_dir)
                 rows[stage.name] = (stage.num_samples[0], len(files))
             inputs = {publication_name("tokenized", plan["tokenizer"], dump): input_entry(record)
                       for dump, record in records.items()}
             published = staging.publish(
-                {packed_root(root, name): staging.path / "packed"}, {"rows": sum(r for r, _ in rows.values())},
+                {published_root: staged_root}, {"rows": sum(r for r, _ in rows.values())},
                 inputs={publication_name("mixture_plan", name): input_entry(plan_record),
                         publication_name("megatron_indexes", name): input_entry(indexes_record), **inputs},
             )

@@ -97,7 +97,9 @@ class MixturePlan:
         raise KeyError(f"recipe {self.recipe.name} has no stage {name!r} (stages: {[s.name for s in self.stages]})")
 
     def to_json(self) -> dict:
-        """plan.json: the issue's structure, plus each stage's members for reports and `explain`."""
+        """plan.json: the recipe's name, fingerprint, cache folder and Megatron settings, then each
+        phase's stages with their weights, sample counts and flags, and each stage's members (for
+        reports and `explain`)."""
         phases = []
         for phase in self.recipe.phases:
             stages = [_stage_json(stage) for stage in self.stages if stage.phase == phase.name]

@@ -45,8 +45,9 @@ DEFAULT_PROBE = "builtin"  # fw_assets.probe.probes.BUILTIN: the probe that need
 
 @dataclass(frozen=True)
 class Reweight:
-    """`reweight:` of a source: its documents repeated by their probe loss (seed 003 §11.6), by the
-    rule of fw_assets.mixtures.reweighting, in the buckets given (default: all the source's)."""
+    """`reweight:` of a source: its documents repeated by their probe loss, by the rule of
+    fw_assets.mixtures.reweighting (docs/probe-losses.md#the-rule), in the buckets given (default:
+    all the source's)."""
 
     max_multiplier: float
     drop_top_share: float

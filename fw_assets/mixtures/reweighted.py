@@ -1,4 +1,4 @@
-"""Sources with `reweight:` (seed 003 §11.6): each document of the source's reweighted buckets is
+"""Sources with `reweight:` (docs/probe-losses.md#the-rule): each document of the source's reweighted buckets is
 listed in a stage's view as many times as its probe loss says (fw_assets.mixtures.reweighting: the
 top `drop_top_share` dropped, the others repeated up to `max_multiplier` times), so that Megatron
 reads the reweighting as data and `explain` names every repetition.

@@ -1,4 +1,4 @@
-"""Capped loss-based reweighting of one source's documents (seed 003, §11.6), free of Dagster.
+"""Capped loss-based reweighting of one source's documents (docs/probe-losses.md#the-rule), free of Dagster.
 
 For a source's documents with their probe losses:
 1. the `drop_top_share` S highest losses (floor(S x documents), ties by id) are dropped as likely noise;

@@ -63,9 +63,10 @@ _HF_DTYPES = {"string": "string", "double": "float64", "int64": "int64"}
 _HF_FEATURES = {f.name: {"dtype": _HF_DTYPES[str(f.type)], "_type": "Value"} for f in SCHEMA}
 _HF_METADATA = json.dumps({"info": {"features": _HF_FEATURES}})  # as `datasets` writes it
 
-# Score inverse CDF: the seed's quantiles (000 §2.2), plus p25/p99.9 shape knots that bring the
-# mean/std to ≈ 3.01/0.40. Values are then rounded like bfloat16 (steps of 1/64 below 4, 1/32
-# above), so scores land exactly on the bucket boundaries 3.0, 3.5 and 4.0.
+# Score inverse CDF: FineWeb-Edu's score quantiles as the bucketing design estimated them, plus
+# p25/p99.9 shape knots that bring the mean/std to ≈ 3.01/0.40. Values are then rounded like
+# bfloat16 (steps of 1/64 below 4, 1/32 above), so scores land exactly on the bucket boundaries
+# 3.0, 3.5 and 4.0.
 _SCORE_P = (0.0, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 1.0)
 _SCORE_V = (2.515625, 2.69, 2.90625, 3.234375, 3.578125, 3.78125, 4.125, 4.5, 5.21875)
 SCORE_MIN, SCORE_MAX = _SCORE_V[0], _SCORE_V[-1]

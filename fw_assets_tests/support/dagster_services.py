@@ -514,15 +514,18 @@ class HeadlessChromium:
             connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
         )
         self.next_id = 0
+        self.events: list[dict] = []  # what the enabled DevTools domains reported, in order
 
     def command(self, method: str, **params) -> dict:
         self.next_id += 1
         self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:  # events arrive in between; skip them
+        while True:  # events arrive in between; kept in `events`
             message = json.loads(self.socket.recv(timeout=60))
             if message.get("id") == self.next_id:
                 assert "error" not in message, f"{method}: {message['error']}"
                 return message["result"]
+            if "method" in message:
+                self.events.append(message)
 
     def open(self, url: str) -> None:
         self.command("Page.navigate", url=url)

@@ -15,6 +15,7 @@ WHY = {
     "k8s": "dagster-k8s checks the Helm values' run launcher",
     "postgres": "dagster-postgres runs the production instance",
     "celery": "dagster-celery runs the Celery deployment's launcher and workers",
+    "docs": "mkdocs builds the documentation site",
 }
 
 
