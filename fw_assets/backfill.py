@@ -69,7 +69,8 @@ def launch(url: str, dumps: list[str]) -> str:
     """The backfill of group `fineweb_edu` over `dumps`, launched; its id."""
     nodes = graphql(url, GROUP_ASSETS, {"group": LOCATION})["assetNodes"]
     if not nodes:
-        raise BackfillError(f"the webserver at {url} serves no asset group {SIGNING_GROUP!r} of code location fw_assets")
+        raise BackfillError(f"the webserver at {url} serves no asset group {SIGNING_GROUP!r} of code location "
+                            "fw_assets")
     params = {"assetSelection": [node["assetKey"] for node in nodes], "partitionNames": dumps}
     result = graphql(url, LAUNCH, {"params": params})["launchPartitionBackfill"]
     if result["__typename"] != "LaunchBackfillSuccess":
