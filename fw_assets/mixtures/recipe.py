@@ -5,6 +5,8 @@ the key.
 
 import hashlib
 import math
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,13 @@ DEFAULT_SEED = 1234
 EXPORTS = ("packed",)
 # Megatron's GPTDataset keeps offsets into documents in int32: a sample longer than that cannot be addressed.
 MAX_SEQ_LENGTH = 2**31 - 2
+# A recipe is a few kilobytes and at most five levels deep (the shipped ones: under 2 KB). Beyond
+# these a file is refused before it is parsed: PyYAML's parser takes time growing with the square of
+# the nesting, and building the values recurses once per level (5,000 levels: a RecursionError).
+MAX_RECIPE_BYTES = 64 * 1024
+MAX_RECIPE_DEPTH = 16
+# A schedule's stages are each a blend with its own flags and caches; reading the recipe lists them.
+MAX_SCHEDULE_STAGES = 1_000
 
 
 class RecipeError(ValueError):
@@ -165,14 +174,17 @@ class Recipe:
 
 
 def load_recipe(path: Path) -> Recipe:
-    """Parse and check `path`; the recipe's name is the file's stem."""
-    path = Path(path)
+    """Read, parse and check `path`; the recipe's name is the file's stem."""
+    return parse_recipe(Path(path), read_recipe_bytes(Path(path)))
+
+
+def parse_recipe(path: Path, data: bytes) -> Recipe:
+    """Parse and check `data`, the bytes of recipe file `path` (read_recipe_bytes)."""
     _checked_name(path, "(file name)", path.stem)
     try:
-        data = path.read_bytes()
-        _refuse_anchors(path, data)
+        _refuse_unbounded_yaml(path, data)
         document = yaml.safe_load(data)
-    except (OSError, yaml.YAMLError) as error:
+    except yaml.YAMLError as error:
         raise RecipeError(path, "(file)", f"cannot be read as YAML: {error}") from error
     fields = _Fields(path, document, "(top level)")
     fields.only({"tokenizer", "sources", "phases", "megatron", "fresh_documents", "export"})
@@ -194,14 +206,44 @@ def load_recipe(path: Path) -> Recipe:
     return recipe
 
 
-def _refuse_anchors(path: Path, data: bytes) -> None:
-    """Refuse anchors and aliases from the parser's events, before anything is expanded: a recipe
-    of a few lines must not grow into billions of values (a "billion laughs")."""
+def read_recipe_bytes(path: Path) -> bytes:
+    """The bytes of recipe file `path`, at most MAX_RECIPE_BYTES of them; a file that is larger, not
+    a regular file (a FIFO would block the reader for good) or unreadable is a RecipeError."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            facts = os.fstat(descriptor)
+            if not stat.S_ISREG(facts.st_mode):
+                raise RecipeError(path, "(file)", "is not a regular file")
+            with open(descriptor, "rb", closefd=False) as file:
+                data = file.read(MAX_RECIPE_BYTES + 1)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        raise RecipeError(path, "(file)", f"cannot be read: {error}") from error
+    if len(data) > MAX_RECIPE_BYTES:
+        raise RecipeError(path, "(file)", f"holds {max(facts.st_size, len(data)):,} bytes, over the limit of "
+                          f"{MAX_RECIPE_BYTES:,}: a recipe is a few kilobytes")
+    return data
+
+
+def _refuse_unbounded_yaml(path: Path, data: bytes) -> None:
+    """Refuse from the parser's events, before any value is built: anchors and aliases (a recipe of
+    a few lines must not grow into billions of values, a "billion laughs"), and nesting deeper than
+    MAX_RECIPE_DEPTH (stopped at the first level too deep, whatever follows)."""
+    depth = 0
     for event in yaml.parse(data, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise RecipeError(path, "(file)", f"uses a YAML anchor or alias (&{event.anchor} / *{event.anchor}) "
                               f"at line {event.start_mark.line + 1}: write the values out, recipes may not "
                               "repeat parts of themselves")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_RECIPE_DEPTH:
+                raise RecipeError(path, "(file)", f"nests mappings and lists more than {MAX_RECIPE_DEPTH} levels "
+                                  f"deep (line {event.start_mark.line + 1}): the recipe format is five levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _check_stages(recipe: Recipe) -> None:
@@ -318,7 +360,11 @@ def _temperature(fields: "_Fields") -> float | Schedule:
     shape = schedule.text("shape")
     if shape not in SCHEDULE_SHAPES:
         raise RecipeError(fields.path, f"{key}.shape", f"{shape!r} is not one of {list(SCHEDULE_SHAPES)}")
-    return Schedule(start, end, shape, schedule.positive_int("stages"))
+    count = schedule.positive_int("stages")
+    if count > MAX_SCHEDULE_STAGES:
+        raise RecipeError(fields.path, f"{key}.stages", f"{count:,} stages: a schedule has at most "
+                          f"{MAX_SCHEDULE_STAGES:,} (each is a blend with its own Megatron flags and caches)")
+    return Schedule(start, end, shape, count)
 
 
 def _export(fields: "_Fields") -> tuple[str, ...]:

@@ -3,11 +3,20 @@ and a shape nobody registered is refused naming the file, the key and the shapes
 
 import copy
 import math
+import os
+import threading
 
 import pytest
 import yaml
 
-from fw_assets.mixtures.recipe import SCHEDULE_SHAPES, RecipeError, Schedule, load_recipe
+from fw_assets.mixtures.recipe import (
+    MAX_RECIPE_BYTES,
+    MAX_RECIPE_DEPTH,
+    SCHEDULE_SHAPES,
+    RecipeError,
+    Schedule,
+    load_recipe,
+)
 from fw_assets.paths import shipped_recipes_dir
 from fw_assets_tests.support.curriculum import CURRICULUM
 
@@ -102,6 +111,9 @@ def _reweight(**rule):
     (lambda r: r["phases"][0].update(tokens=-5), "phases[0].tokens", "positive"),
     (lambda r: r["megatron"].update(global_batch_size=0), "megatron.global_batch_size", "positive"),
     (lambda r: [s.update(weight=0) for s in r["sources"].values()], "sources", "zero"),
+    (lambda r: r["phases"][0].update(tokens=10**30, temperature={"from": 2.0, "to": 1.0, "shape": "cosine",
+                                                                  "stages": 10**7}),
+     "phases[0].temperature.stages", "10,000,000 stages: a schedule has at most 1,000"),
     (_reweight(max_multiplier=0.5), "sources.top.reweight.max_multiplier", "below 1"),
     (_reweight(max_multiplier=1e9), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
     (_reweight(max_multiplier=4.5), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
@@ -127,3 +139,59 @@ def test_reweight_defaults_to_the_builtin_probe_and_the_sources_buckets(tmp_path
     assert top.reweight.probe == "builtin" and top.reweight.buckets == top.buckets
     assert top.reweight.max_multiplier == 2.0 and top.reweight.drop_top_share == 0.01
     assert all(s.reweight is None for s in others)
+
+
+@pytest.mark.parametrize("text", [
+    "tokenizer: " + "[" * 5_000 + "]" * 5_000 + "\n",  # flow style: a RecursionError while building it
+    "".join(" " * level + f"k{level}:\n" for level in range(300)),  # block style: 48 KB, mostly indentation
+    "tokenizer: x\nsources: {a: " + "{b: " * 16 + "1" + "}" * 17 + "\n",
+])
+def test_a_recipe_nested_too_deep_is_refused_naming_the_file_and_the_limit(tmp_path, text):
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(path)
+    assert error.value.path == path and error.value.key == "(file)"
+    assert f"more than {MAX_RECIPE_DEPTH} levels deep" in error.value.problem
+
+
+def test_a_recipe_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
+    path = tmp_path / "large.yaml"
+    path.write_text(yaml.safe_dump(CURRICULUM, sort_keys=False) + "# padding\n" * 20_000)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(path)
+    assert error.value.key == "(file)" and str(path) in str(error.value)
+    assert error.value.problem.startswith(f"holds {path.stat().st_size:,} bytes, over the limit of 65,536")
+
+
+def test_the_limits_leave_room_for_a_real_recipe(tmp_path):
+    """Many sources, every dump named: 30 KB, five levels deep."""
+    recipe = copy.deepcopy(CURRICULUM)
+    dumps = [f"CC-MAIN-{year}-{week:02d}" for year in range(2013, 2025) for week in range(1, 53, 5)]
+    recipe["sources"] = {f"s{i}": {"buckets": ["4.0"], "dumps": list(dumps), "weight": 1.0} for i in range(20)}
+    recipe["sources"]["s0"]["reweight"] = {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01,
+                                           "buckets": ["4.0"]}
+    path = _recipe_file(tmp_path, recipe)
+    assert 20_000 < path.stat().st_size < MAX_RECIPE_BYTES
+    assert len(load_recipe(path).sources) == 20
+
+
+def test_a_recipe_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path):
+    """A FIFO named like a recipe would block a reader (a sensor) until someone writes to it."""
+    fifo, folder = tmp_path / "fifo.yaml", tmp_path / "folder.yaml"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    errors = []
+
+    def load(path):
+        try:
+            load_recipe(path)
+        except RecipeError as error:
+            errors.append(error)
+
+    reader = threading.Thread(target=lambda: [load(fifo), load(folder)], daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert not reader.is_alive(), "the reader blocked on the FIFO"
+    assert [(e.path, e.key, e.problem) for e in errors] == [
+        (fifo, "(file)", "is not a regular file"), (folder, "(file)", "is not a regular file")]
