@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fw_assets_tests.support.documented_errors import CODE_SPAN, documented_errors, failure_mode_messages
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 300
@@ -220,3 +222,16 @@ def test_the_checks_fail_on_what_they_guard(tmp_path):
     text = prose(page.read_text())
     assert {what for what, pattern in HISTORY.items() if pattern.search(text)} == {
         "a work-item tag", "'used to'", "'before this version'"}
+
+
+def test_recipe_errors_elsewhere_are_the_ones_the_recipes_page_shows():
+    """docs/recipes.md's messages are each checked against what fw_assets prints (mixtures/test_recipe.py,
+    test_plan.py); a recipe error that docs/failure-modes.md or docs/mixtures.md quote is one of them
+    (or the failed run's, checked by mixtures/test_mixture_plan.py)."""
+    shown = {row.message for row in documented_errors()}
+    quoted = {f"failure-modes.md, {case}": messages for case, messages in failure_mode_messages().items()
+              if case != "A recipe mistake found while a run plans it"}
+    mixtures = (REPO_ROOT / "docs" / "mixtures.md").read_text()
+    quoted["mixtures.md"] = [m.group(2) for m in CODE_SPAN.finditer(mixtures) if m.group(2).startswith("recipe ")]
+    unknown = {where: sorted(set(messages) - shown) for where, messages in quoted.items() if set(messages) - shown}
+    assert not unknown

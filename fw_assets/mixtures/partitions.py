@@ -37,7 +37,7 @@ def _named_recipes(folder: Path) -> list[Path]:
         if is_safe_name(path.stem):
             files.append(path)
         else:
-            logger.warning("Recipe %s is not loaded: its name %r %s", path, path.stem, NAME_RULE)
+            logger.warning("Recipe %r in %s is not loaded: its name %r %s", path.name, folder, path.stem, NAME_RULE)
     return files
 
 

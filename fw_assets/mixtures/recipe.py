@@ -6,6 +6,7 @@ the key.
 import hashlib
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,19 @@ MAX_RECIPE_BYTES = 64 * 1024
 MAX_RECIPE_DEPTH = 16
 # A schedule's stages are each a blend with its own flags and caches; reading the recipe lists them.
 MAX_SCHEDULE_STAGES = 1_000
+
+
+class _RecipeLoader(yaml.SafeLoader):
+    """YAML as PyYAML reads it (YAML 1.1), and numbers in exponent notation as people write token
+    counts: `1e12`, `1.5e6`, `2.5E-3`. YAML 1.1 reads those as strings (it wants a dot and a signed
+    exponent, `1.0e+12`); YAML 1.2 reads them as floats, as here."""
+
+
+_RecipeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+\Z", re.ASCII),
+    list("-+0123456789."),
+)
 
 
 class RecipeError(ValueError):
@@ -183,7 +197,7 @@ def parse_recipe(path: Path, data: bytes) -> Recipe:
     _checked_name(path, "(file name)", path.stem)
     try:
         _refuse_unbounded_yaml(path, data)
-        document = yaml.safe_load(data)
+        document = yaml.load(data, Loader=_RecipeLoader)  # a SafeLoader
     except yaml.YAMLError as error:
         raise RecipeError(path, "(file)", f"cannot be read as YAML: {error}") from error
     fields = _Fields(path, document, "(top level)")
@@ -232,7 +246,7 @@ def _refuse_unbounded_yaml(path: Path, data: bytes) -> None:
     a few lines must not grow into billions of values, a "billion laughs"), and nesting deeper than
     MAX_RECIPE_DEPTH (stopped at the first level too deep, whatever follows)."""
     depth = 0
-    for event in yaml.parse(data, Loader=yaml.SafeLoader):
+    for event in yaml.parse(data, Loader=_RecipeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise RecipeError(path, "(file)", f"uses a YAML anchor or alias (&{event.anchor} / *{event.anchor}) "
                               f"at line {event.start_mark.line + 1}: write the values out, recipes may not "
@@ -463,7 +477,14 @@ class _Fields:
         return value
 
     def positive_int(self, field: str, allow_zero: bool = False) -> int:
+        """A whole number however written: `2048`, `2_048`, `2048.0`, `1e12`, `1.5e6` (a float, exact
+        up to 2**53: beyond, the digits written may not be the number read)."""
         value = self._get(field, True)
+        if isinstance(value, float) and value.is_integer():
+            if abs(value) > 2**53:
+                raise RecipeError(self.path, self._name(field), f"{value:g} is a float beyond 2**53, where it stops "
+                                  "being exact: write it in digits")
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
             kind = "a non-negative" if allow_zero else "a positive"
             raise RecipeError(self.path, self._name(field), f"must be {kind} integer, got {value!r}")

@@ -19,6 +19,7 @@ from fw_assets.mixtures.recipe import (
 )
 from fw_assets.paths import shipped_recipes_dir
 from fw_assets_tests.support.curriculum import CURRICULUM
+from fw_assets_tests.support.documented_errors import documented_errors
 
 
 def test_shipped_recipes_load():
@@ -195,3 +196,58 @@ def test_a_recipe_that_is_not_a_regular_file_is_refused_without_blocking(tmp_pat
     assert not reader.is_alive(), "the reader blocked on the FIFO"
     assert [(e.path, e.key, e.problem) for e in errors] == [
         (fifo, "(file)", "is not a regular file"), (folder, "(file)", "is not a regular file")]
+
+
+def _dangling(path):
+    path.symlink_to(path.with_name("gone.yaml"))
+
+
+def _padded(path, text):
+    path.write_text(text + "#" * (200_011 - len(text)) + "\n")
+
+
+# The rows whose mistake is the file itself, not a change of the recipe (docs/recipes.md).
+FILE_MISTAKES = {
+    "`mix.yaml` a link to a missing file": [_dangling],
+    "`mix.yaml` a FIFO, or a folder": [os.mkfifo, lambda path: path.mkdir()],
+    "`mix.yaml` over 64 KiB (200,012 bytes)": [],  # the recipe padded with a comment
+}
+
+
+@pytest.mark.parametrize("row", [row for row in documented_errors() if not row.planning], ids=str)
+def test_every_error_the_recipes_page_shows_is_what_the_loader_says(tmp_path, row):
+    """The page's example recipe, changed as the row says (or saved as the file the row says),
+    gives the row's message, word for word."""
+    makers = FILE_MISTAKES.get(row.mistake)
+    if makers is None:
+        assert row.changes or row.file_name != "mix.yaml", f"{row}: no change to make"
+        makers = [lambda path: path.write_text(row.recipe_text())]
+    elif not makers:
+        makers = [lambda path: _padded(path, row.recipe_text())]
+    for make in makers:
+        folder = tmp_path / make.__name__
+        folder.mkdir()
+        path = folder / row.file_name
+        make(path)
+        with pytest.raises(RecipeError) as error:
+            load_recipe(path)
+        assert row.shows(str(error.value)), f"{row}: the page shows\n{row.message}\nthe loader says\n{error.value}"
+
+
+def test_numbers_are_read_as_people_write_them(tmp_path):
+    """YAML 1.2's exponent notation (YAML 1.1 reads `1e12` as text); a whole-number key takes any
+    number whose value is whole."""
+    text = yaml.safe_dump(CURRICULUM, sort_keys=False)
+    for old, new in [("tokens: 8192", "tokens: 1.6e4"), ("vocab_size: 50000", "vocab_size: 5e4"),
+                     ("weight: 0.5", "weight: 5e-1"), ("weight: 0.3", "weight: 3E-1"),
+                     ("seq_length: 256", "seq_length: 2_56"), ("global_batch_size: 8", "global_batch_size: 8.0")]:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "numbers.yaml"
+    path.write_text(text)
+    recipe = load_recipe(path)
+    long = recipe.phases[2]
+    assert (long.tokens, long.seq_length, recipe.megatron.global_batch_size) == (16_000, 256, 8)
+    assert all(type(n) is int for n in (long.tokens, long.seq_length, recipe.megatron.global_batch_size))
+    assert recipe.megatron.tokenizer_identity["vocab_size"] == "50000"
+    assert [s.weight for s in recipe.sources] == [0.5, 0.3, 0.2]
