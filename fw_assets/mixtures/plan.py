@@ -148,7 +148,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     for weighting in reweighted.values():
         for file in weighting.files:
             pools.reweight(file.path, weighting.repetitions(file))
-    for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
+    for (phase, stage), train_samples in zip(recipe.phase_stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
         if recipe.fresh_documents:
@@ -225,7 +225,7 @@ class SizeLimits:
         """The views of reweighted sources, before any is listed: each lists a document its
         repetitions times (memory: its positions and lengths, ~16 bytes an entry, for every stage;
         disk: ~48 bytes an entry of a whole-file view, written for every stage)."""
-        stages, memory = len(self.recipe.stages()), 0
+        stages, memory = len(self.recipe.phase_stages()), 0
         for weighting in reweighted:
             listed = int(weighting.weighting.repetitions.sum(dtype=np.int64)) * stages
             memory += 16 * listed
@@ -376,7 +376,7 @@ def _members(recipe: Recipe, shares: dict[str, float], files: dict[str, list[Tok
 
 
 def _train_samples(recipe: Recipe) -> list[int]:
-    return [stage.tokens // phase.seq_length for phase, stage in recipe.stages()]
+    return [stage.tokens // phase.seq_length for phase, stage in recipe.phase_stages()]
 
 
 def _eval_samples(recipe: Recipe, train_samples: int) -> tuple[int, int]:
@@ -396,7 +396,7 @@ def _phase_transitions(recipe: Recipe, sample_counts: list[int]) -> list[int]:
     """
     gbs = recipe.megatron.global_batch_size
     transitions, done = [], 0
-    stages = recipe.stages()
+    stages = recipe.phase_stages()
     for i, ((phase, stage), samples) in enumerate(zip(stages[:-1], sample_counts)):
         if samples % gbs:
             index = recipe.phases.index(phase)

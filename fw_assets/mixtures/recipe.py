@@ -114,16 +114,17 @@ SCHEDULE_SHAPES = {"cosine": cosine, "linear": linear}
 
 @dataclass(frozen=True)
 class Schedule:
-    """A temperature moving from `start` to `end` over `stages` equal shares of a phase."""
+    """A temperature moving from `start` to `end` over `stage_count` equal shares of a phase (the
+    recipe's `temperature.stages`)."""
 
     start: float
     end: float
     shape: str  # a key of SCHEDULE_SHAPES
-    stages: int
+    stage_count: int
 
     def at(self, stage: int) -> float:
         """T at the middle of stage `stage`'s share (0-based)."""
-        return SCHEDULE_SHAPES[self.shape](self.start, self.end, (stage + 0.5) / self.stages)
+        return SCHEDULE_SHAPES[self.shape](self.start, self.end, (stage + 0.5) / self.stage_count)
 
 
 # above this many epochs of a source the plan warns: per phase (unless the phase sets max_epochs)
@@ -146,7 +147,7 @@ class Phase:
         stage switches at a whole iteration; the last one also takes what does not fill a batch."""
         if not isinstance(self.temperature, Schedule):
             return [Stage(self.name, self.tokens, self.temperature)]
-        count = self.temperature.stages
+        count = self.temperature.stage_count
         batches = self.tokens // batch_tokens
         bounds = [batches * k // count * batch_tokens for k in range(count)] + [self.tokens]
         return [
@@ -182,7 +183,8 @@ class Recipe:
     export: tuple[str, ...] = ()  # extra outputs: "packed"
     sha256: str = ""  # of the file's bytes as read: part of the plan's identity
 
-    def stages(self) -> list[tuple[Phase, Stage]]:
+    def phase_stages(self) -> list[tuple[Phase, Stage]]:
+        """Every stage of the recipe, in training order, with its phase."""
         gbs = self.megatron.global_batch_size
         return [(phase, stage) for phase in self.phases for stage in phase.stages(gbs * phase.seq_length)]
 
@@ -214,7 +216,7 @@ def parse_recipe(path: Path, data: bytes) -> Recipe:
         sha256=hashlib.sha256(data).hexdigest(),
     )
     _check_stages(recipe)
-    names = [stage.name for _, stage in recipe.stages()]
+    names = [stage.name for _, stage in recipe.phase_stages()]
     if len(set(names)) != len(names):
         raise RecipeError(path, "phases", f"stage names repeat: {names}")
     return recipe
@@ -265,10 +267,10 @@ def _check_stages(recipe: Recipe) -> None:
     batch = recipe.megatron.global_batch_size
     for i, phase in enumerate(recipe.phases):
         scheduled = isinstance(phase.temperature, Schedule)
-        if scheduled and phase.tokens < phase.temperature.stages * batch * phase.seq_length:
+        if scheduled and phase.tokens < phase.temperature.stage_count * batch * phase.seq_length:
             raise RecipeError(recipe.path, f"phases[{i}].temperature.stages",
-                              f"{phase.temperature.stages} stages of at least one global batch ({batch} samples of "
-                              f"{phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
+                              f"{phase.temperature.stage_count} stages of at least one global batch ({batch} samples "
+                              f"of {phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
         if phase.min_doc_tokens and not recipe.fresh_documents:
             raise RecipeError(recipe.path, f"phases[{i}].min_doc_tokens",
                               "filters the stages' views: needs `fresh_documents: true`")

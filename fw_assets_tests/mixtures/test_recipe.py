@@ -27,7 +27,7 @@ def test_shipped_recipes_load():
     assert {p.stem for p in recipes} >= {"demo", "fineweb_edu_1t"}
     for path in recipes:
         recipe = load_recipe(path)
-        assert recipe.name == path.stem and recipe.stages()
+        assert recipe.name == path.stem and recipe.phase_stages()
 
 
 def test_shipped_curriculum_has_three_phases():
