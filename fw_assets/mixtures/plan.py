@@ -136,7 +136,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     # the paths training will write (and Megatron hashes): under data_root, else this absolute path
     data_root = Path(recipe.megatron.data_root or os.path.abspath(output_root))
     files = find_token_files(recipe, output_root, data_root, sorted(dumps))
-    sample_counts = _train_samples(recipe)
+    sample_counts = _stage_train_samples(recipe)
     valid_test = _eval_samples(recipe, sum(sample_counts))
     transitions = _phase_transitions(recipe, sample_counts)
     cache_dir = str(paths.mixture_cache_dir(data_root, recipe.name))
@@ -375,15 +375,16 @@ def _members(recipe: Recipe, shares: dict[str, float], files: dict[str, list[Tok
     return tuple(members)
 
 
-def _train_samples(recipe: Recipe) -> list[int]:
+def _stage_train_samples(recipe: Recipe) -> list[int]:
+    """Each stage's train samples, in training order."""
     return [stage.tokens // phase.seq_length for phase, stage in recipe.phase_stages()]
 
 
-def _eval_samples(recipe: Recipe, train_samples: int) -> tuple[int, int]:
+def _eval_samples(recipe: Recipe, total_train_samples: int) -> tuple[int, int]:
     """(valid, test) as Megatron-LM asks: (train_iters // eval_interval + 1) · eval_iters · gbs and
-    eval_iters · gbs, with train_iters = train samples // gbs."""
+    eval_iters · gbs, with train_iters = the whole run's train samples // gbs."""
     m = recipe.megatron
-    train_iters = train_samples // m.global_batch_size
+    train_iters = total_train_samples // m.global_batch_size
     valid = (train_iters // m.eval_interval + 1) * m.eval_iters * m.global_batch_size
     return valid, m.eval_iters * m.global_batch_size
 
@@ -419,7 +420,7 @@ def _check_splits_have_documents(recipe: Recipe, members: tuple[Member, ...], ca
                     f"{member.file.path} has {member.file.documents} documents, none for the {split} split")
 
 
-def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions: list[int],
+def _megatron_args(recipe: Recipe, phase: Phase, total_train_samples: int, transitions: list[int],
                    data_args: str, cache_dir: str) -> tuple[str, ...]:
     m = recipe.megatron
     args = [
@@ -427,7 +428,7 @@ def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions
         "--split", m.split,
         "--seq-length", str(phase.seq_length),
         "--seed", str(m.seed),
-        "--train-samples", str(train_samples),
+        "--train-samples", str(total_train_samples),
         "--global-batch-size", str(m.global_batch_size),
         "--eval-interval", str(m.eval_interval),
         "--eval-iters", str(m.eval_iters),

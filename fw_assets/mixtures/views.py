@@ -107,16 +107,16 @@ class DocumentPools:
         kept = self._lengths[file.path][documents]
         return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
 
-    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, train_samples: int,
+    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, samples: int,
                seq_length: int) -> ViewSelection:
-        """The fewest documents whose train split, least used first, holds `train_samples`
-        samples in one epoch, and held-out documents for every other non-empty split."""
+        """The fewest documents whose train split, least used first, holds the `samples` the stage's
+        blend draws from the file in one epoch, and held-out documents for every other non-empty split."""
         pool = self._documents(file.path, 0, min_doc_tokens)
         lengths, uses = self._lengths[file.path], self._uses[file.path]
         if not lengths[pool].sum(dtype=np.int64):
             raise ValueError(f"{file.path}: no train document of at least {min_doc_tokens} tokens for stage {stage}")
         order = self._listed(file.path, _least_used_first(pool, uses[pool]))
-        count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, self.splits)
+        count = _view_size(lengths[order], samples * seq_length + EXTRA_TOKEN, self.splits)
         parts = []
         for split, bounds in enumerate(self.splits):
             if bounds is None:
