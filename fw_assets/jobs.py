@@ -11,7 +11,7 @@ import dagster as dg
 dump_chain_job = dg.define_asset_job(
     "dump_chain",
     selection=dg.AssetSelection.groups("fineweb_edu"),
-    description="Every stage of one dump: raw, sampled, bucketed and what follows them.",
+    description="Every step of one dump: raw, sampled, bucketed and what follows them.",
 )
 
 probe_losses_job = dg.define_asset_job(

@@ -83,10 +83,10 @@ def machine_slots_dir(output_root: Path, host: str) -> Path:
     return staging_root(output_root) / "slots" / host
 
 
-def publication_name(stage: str, *keys: str) -> str:
+def publication_name(step: str, *keys: str) -> str:
     """The name an output is published under (its lock, staging folder and generation record):
     `bucketed-CC-MAIN-2013-20`, `tokenized-<tokenizer>-<dump>`, `mixture_plan-<recipe>`."""
-    return "-".join((stage, *keys))
+    return "-".join((step, *keys))
 
 
 def generation_record_path(output_root: Path, name: str) -> Path:
@@ -100,7 +100,7 @@ def spill_dir(output_root: Path) -> Path:
 
 
 def selection_path(output_root: Path, dump: str) -> Path:
-    """The sampled stage's decision for every row of the dump (no text)."""
+    """The sampled step's decision for every row of the dump (no text)."""
     return output_root / "selection" / f"{dump}.parquet"
 
 

@@ -38,11 +38,11 @@ def inputs_version(root: Path, path: Path) -> str:
 
 
 def published_versions(root: Path, outputs: list[tuple[str, str]], dumps: list[str]) -> dict[str, dict[str, str]]:
-    """The published version of each (stage, key) output of each dump that has one, by key and dump."""
+    """The published version of each (step, key) output of each dump that has one, by key and dump."""
     found: dict[str, dict[str, str]] = {}
-    for stage, key in outputs:
+    for step, key in outputs:
         for dump in dumps:
-            record = recorded_generation(root, publication_name(stage, key, dump))
+            record = recorded_generation(root, publication_name(step, key, dump))
             if record is not None:
                 found.setdefault(key, {})[dump] = data_version(record)
     return found
