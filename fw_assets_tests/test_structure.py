@@ -206,6 +206,26 @@ def test_the_import_graph_has_no_cycles():
         pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
 
 
+def test_the_import_graph_has_no_cycles_through_annotations_either():
+    """A type named only for annotations (`if TYPE_CHECKING:`) lives in a module below both users:
+    the classes two modules share are in a third they both import."""
+    def every_import(module: str) -> set[str]:
+        found = set()
+        for node in ast.walk(tree(module)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules() else node.module
+                          for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        return {name for name in found if name in modules() and name != module}
+
+    graph = {module: every_import(module) for module in modules()}
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as error:
+        pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
+
+
 def test_no_module_imports_a_higher_layer():
     upward = [
         f"{module} imports {imported}"

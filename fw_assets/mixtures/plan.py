@@ -4,7 +4,8 @@ weights, how many samples training will ask for, and the flags that make it ask 
 `plan_mixture` reads only the token files' indexes (`.idx`, and with fresh documents the
 `.docs.parquet` ids that order them) and takes every path explicitly, so the Dagster asset, the
 tests and the benchmark call it the same way; with fresh documents or reweighted sources it also
-chooses each stage's views, which `views.write_views` writes before the stages' caches are built.
+chooses each stage's views, which `views.write_views` writes before the stages' caches are built. The
+classes a plan is made of are in `stage_plan`, below every module that reads them.
 A reweighted source's probe losses come from `read_losses` (see `reweighted`).
 """
 
@@ -36,49 +37,8 @@ from fw_assets.mixtures.reweighted import (
     reweight_sources,
     whole_file_documents,
 )
+from fw_assets.mixtures.stage_plan import Member, StagePlan, TokenFile
 from fw_assets.mixtures.views import DocumentPools, ViewSelection
-
-
-@dataclass(frozen=True)
-class TokenFile:
-    """One tokenized (bucket, dump): read here from `path`, named `prefix` in the training flags."""
-
-    source: str
-    bucket: str
-    dump: str
-    path: str
-    prefix: str
-    documents: int
-    tokens: int
-
-
-@dataclass(frozen=True)
-class Member:
-    """A token file in a stage's blend with its `--data-args-path` weight (the text is what
-    Megatron parses, so the text is the weight of record)."""
-
-    file: TokenFile
-    weight: str
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    phase: str
-    name: str
-    tokens: int
-    seq_length: int
-    temperature: float
-    shares: dict[str, float]  # source → share of the stage's samples
-    members: tuple[Member, ...]
-    num_samples: tuple[int, int, int]  # train, valid, test: what training asks the builder for
-    cache: CacheSettings
-    data_args_path: str  # the `--data-args-path` file, as training sees it
-    megatron_args: tuple[str, ...]
-
-    @property
-    def data_args(self) -> str:
-        """The `--data-args-path` file's text: `w1 prefix1 w2 prefix2 …`, one pair a line."""
-        return "".join(f"{m.weight} {m.file.prefix}\n" for m in self.members)
 
 
 @dataclass(frozen=True)
