@@ -384,3 +384,17 @@ def test_helpers_live_in_support_and_tests_outside_it():
         and (path.name.startswith("test_") == (path.relative_to(TESTS).parts[0] == "support"))
     ]
     assert not misplaced
+
+
+def test_the_benchmarks_import_no_test_module():
+    """One way only: tests may import bench/ (they test it, and share its harnesses: the local
+    Dagster and Celery deployments, the tiny model), bench/ never imports fw_assets_tests."""
+    bench = TESTS.parent / "bench"
+    borrowed = []
+    for path in sorted(bench.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            borrowed += [f"{path.relative_to(bench.parent)} imports {name}" for name in names
+                         if name.split(".")[0] == "fw_assets_tests"]
+    assert not borrowed
