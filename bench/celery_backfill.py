@@ -27,9 +27,9 @@ from pathlib import Path
 
 import psutil
 
+from bench.celery_local import LocalDeployment, run_times, settled, step_under_way
+from bench.dagster_services import chain_asset_keys, tag, wait_for
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.celery_local import LocalDeployment, run_times, settled, step_under_way
-from fw_assets_tests.support.dagster_services import chain_asset_keys, tag, wait_for
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
 SETTLE_TIMEOUT = 3600

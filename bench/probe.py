@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(measured("probe_loss, built-in bigram", lambda: materialize_dump(
             source, output, DUMP, [probe_loss], extra_resources={"probe": ProbeResource()})))
         if args.model or importlib.util.find_spec("transformers"):
-            from fw_assets_tests.support.tiny_model import save_tiny_model
+            from bench.tiny_model import save_tiny_model
 
             model = args.model or save_tiny_model(Path(work) / "tiny-gpt2")
             probe = ProbeResource(model_dir=str(model), max_tokens=args.max_tokens, batch_tokens=8 * args.max_tokens)

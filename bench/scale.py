@@ -1,4 +1,4 @@
-"""A real dump's size, end to end: two generated dumps of N documents, every stage through the CLI.
+"""A real dump's size, end to end: two generated dumps of N documents, every step through the CLI.
 
     python -m bench.run --groups scale --rows 12000000 --files 22         # one size
     python -m bench.scale --rows 1000000 4000000 12000000 --files 22      # sizes one after another
@@ -303,7 +303,7 @@ def growth_table(records: list[dict]) -> str:
 
 # FineWeb-Edu (docs/benchmarks.md): its source documents and parquet bytes, its dumps
 CORPUS_DOCUMENTS, CORPUS_SOURCE_BYTES, CORPUS_DUMPS = 1.3e9, 4.2e12, 110
-# What a stage's published output grows with: the text it holds (per source byte) or its documents
+# What a step's published output grows with: the text it holds (per source byte) or its documents
 OUTPUT_GROWS_WITH = {"en": "bytes", "tokenized": "bytes", "selection": "documents", "minhash": "documents",
                      "dedup": "documents", "probe": "documents"}
 
@@ -337,7 +337,7 @@ def corpus_table(record: dict, cores: tuple[int, ...] = (2, 16, 64)) -> str:
     makes with every core busy."""
     facts = record["facts"]["dumps"][DUMPS[-1]]
     kept = facts["bucketed_documents"] / facts["documents"]
-    lines = ["| stage | µs per document | µs per source MB | scaled by | CPU-hours |"
+    lines = ["| step | µs per document | µs per source MB | scaled by | CPU-hours |"
              + "".join(f" wall-hours, {n} cores |" for n in cores), "|---|--:|--:|---|--:|" + "--:|" * len(cores)]
     hours_total = 0.0
     for step, grows in STEP_GROWS_WITH.items():

@@ -1,16 +1,13 @@
 """One static partition per Common Crawl dump: the known FineWeb-Edu dumps plus any found on disk."""
 
 import logging
-import re
 from importlib import resources
 from pathlib import Path
 
 import dagster as dg
 
 from fw_assets import settings
-from fw_assets.paths import source_data_dir
-
-DUMP_KEY = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
+from fw_assets.paths import is_dump_name, source_data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -18,22 +15,23 @@ logger = logging.getLogger(__name__)
 def known_dumps() -> list[str]:
     """The 110 dumps of HuggingFaceFW/fineweb-edu, shipped as package data."""
     text = resources.files("fw_assets").joinpath("dumps.txt").read_text()
-    return [line.strip() for line in text.splitlines() if DUMP_KEY.match(line.strip())]
+    return [line.strip() for line in text.splitlines() if is_dump_name(line.strip())]
 
 
 def dump_folders(source_root: Path) -> dict[str, Path]:
-    """Dump folders under `<source_root>/data`, keyed by dump; anything else is warned about."""
+    """Dump folders under `<source_root>/data`, keyed by dump; anything else (a file, a folder named
+    otherwise: a trailing newline, other digits) is skipped with a warning naming it exactly."""
     data_dir = source_data_dir(source_root)
     if not data_dir.is_dir():
         return {}
     found = {}
     for entry in sorted(data_dir.iterdir()):
-        if entry.is_dir() and DUMP_KEY.match(entry.name):
+        if entry.is_dir() and is_dump_name(entry.name):
             found[entry.name] = entry
         else:
             logger.warning(
-                "Ignoring %s: not a dump folder (expected a directory named like CC-MAIN-YYYY-WW)",
-                entry,
+                "Ignoring %r in %s: not a dump folder (expected a directory named like CC-MAIN-YYYY-WW, "
+                "in ASCII digits)", entry.name, data_dir,
             )
     return found
 

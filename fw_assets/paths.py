@@ -31,15 +31,23 @@ from fw_assets.sampling_policy import SamplingPolicy
 # e.g. `.staging/locks/probe_loss-<name>-<dump>.write.lock`: one strict pattern, and short enough
 # that every file named after it stays under the 255 bytes a file name may hold (the longest adds
 # about 40 characters to it).
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Names are matched whole (`fullmatch`: `$` would let a trailing newline through) and in ASCII.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*", re.ASCII)
 MAX_NAME_LENGTH = 100
 NAME_RULE = (f"must match {NAME_PATTERN.pattern}, hold no '..' and be at most {MAX_NAME_LENGTH} characters "
              "(it becomes a path; no path is built from another name)")
+# A dump: a Common Crawl crawl's name, a partition key and a folder name.
+DUMP_NAME_PATTERN = re.compile(r"CC-MAIN-([0-9]{4})-([0-9]{2})", re.ASCII)  # groups: year, week
 
 
 def is_safe_name(name: str) -> bool:
     """True when `name` may become a folder or file name (NAME_RULE)."""
     return NAME_PATTERN.fullmatch(name) is not None and ".." not in name and len(name) <= MAX_NAME_LENGTH
+
+
+def is_dump_name(name: str) -> bool:
+    """True when `name` is a whole dump name, `CC-MAIN-YYYY-WW` in ASCII digits."""
+    return DUMP_NAME_PATTERN.fullmatch(name) is not None
 
 
 def source_data_dir(source_root: Path) -> Path:
@@ -75,10 +83,10 @@ def machine_slots_dir(output_root: Path, host: str) -> Path:
     return staging_root(output_root) / "slots" / host
 
 
-def publication_name(stage: str, *keys: str) -> str:
+def publication_name(step: str, *keys: str) -> str:
     """The name an output is published under (its lock, staging folder and generation record):
     `bucketed-CC-MAIN-2013-20`, `tokenized-<tokenizer>-<dump>`, `mixture_plan-<recipe>`."""
-    return "-".join((stage, *keys))
+    return "-".join((step, *keys))
 
 
 def generation_record_path(output_root: Path, name: str) -> Path:
@@ -92,7 +100,7 @@ def spill_dir(output_root: Path) -> Path:
 
 
 def selection_path(output_root: Path, dump: str) -> Path:
-    """The sampled stage's decision for every row of the dump (no text)."""
+    """The sampled step's decision for every row of the dump (no text)."""
     return output_root / "selection" / f"{dump}.parquet"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fw_assets_tests.support.documented_errors import CODE_SPAN, documented_errors, failure_mode_messages
 from fw_assets_tests.support.drawings import Drawing
 from fw_assets_tests.support.environment_reads import PythonReads, instance_reads, shell_reads
 
@@ -389,3 +390,14 @@ def test_the_data_formats_page_covers_every_path_paths_py_lists():
     listed = re.findall(r"^\s*<(?:source|output)_root>/(\S+)", ast.get_docstring(module_tree("fw_assets.paths")), re.M)
     page = (REPO_ROOT / "docs" / "data-formats.md").read_text()
     assert len(listed) > 10 and not [path for path in listed if path not in page], [p for p in listed if p not in page]
+def test_recipe_errors_elsewhere_are_the_ones_the_recipes_page_shows():
+    """docs/recipes.md's messages are each checked against what fw_assets prints (mixtures/test_recipe.py,
+    test_plan.py); a recipe error that docs/failure-modes.md or docs/mixtures.md quote is one of them
+    (or the failed run's, checked by mixtures/test_mixture_plan.py)."""
+    shown = {row.message for row in documented_errors()}
+    quoted = {f"failure-modes.md, {case}": messages for case, messages in failure_mode_messages().items()
+              if case != "A recipe mistake found while a run plans it"}
+    mixtures = (REPO_ROOT / "docs" / "mixtures.md").read_text()
+    quoted["mixtures.md"] = [m.group(2) for m in CODE_SPAN.finditer(mixtures) if m.group(2).startswith("recipe ")]
+    unknown = {where: sorted(set(messages) - shown) for where, messages in quoted.items() if set(messages) - shown}
+    assert not unknown

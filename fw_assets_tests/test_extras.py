@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from fw_assets_tests.support.dagster_services import REPO_ROOT
+from bench.dagster_services import REPO_ROOT
 
 TESTS = Path(__file__).parent
 # Distributions whose import name is not their name with `-` as `_`.

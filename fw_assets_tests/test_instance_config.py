@@ -11,7 +11,7 @@ from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._core.instance.ref import InstanceRef
 
-from fw_assets_tests.support.dagster_services import REPO_ROOT
+from bench.dagster_services import REPO_ROOT
 from fw_assets_tests.support.extras import extra_module
 
 PRODUCTION_YAML = REPO_ROOT / "deploy" / "dagster.postgres.yaml"

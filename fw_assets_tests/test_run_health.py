@@ -15,13 +15,13 @@ import dagster as dg
 import psutil
 import pytest
 
+from bench.dagster_services import DagsterServices
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.lib.slots import machine_slot, slot_holders
 from fw_assets.run_health import HOST_TAG, PID_TAG, how_to_free
 from fw_assets.settings import HOST_ENV, SENSOR_INTERVAL_ENV
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.dagster_services import DagsterServices
 from fw_assets_tests.support.runs import materialize_dump, subprocess_env
 
 DUMP, OTHER_DUMP, NEW_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15", "CC-MAIN-2014-23"

@@ -1,5 +1,5 @@
 """The package's structure, read from its source: where each asset lives, what its code version
-covers, and which modules may import which. Each rule here is what the next stage copies."""
+covers, and which modules may import which. Each rule here is what the next step folder copies."""
 
 import ast
 import importlib
@@ -19,22 +19,23 @@ from fw_assets.sampling_policy import SEED_POLICY
 PACKAGE = Path(fw_assets.__file__).parent
 STATEMENTS = {path.stem for path in sql_dir().glob("*.sql")}
 
-# Layers, lowest first: a module imports only from its own layer or below. Stage folders (one per
-# pipeline stage) form the stage layer; what is not listed (a new stage folder) is a stage too.
+# Layers, lowest first: a module imports only from its own layer or below. Step folders (one per
+# part of the chain, each holding its steps' assets) form the step layer; what is not listed (a new
+# step folder) is one too.
 LAYERS = (
     ("settings", "sampling_policy", "paths"),  # the project's facts: settings, the policy, every path
     ("lib",),  # tools with no domain: publishing, slots, disk, SQL loading, code versions, ...
-    ("formats",),  # files one stage writes and another reads
+    ("formats",),  # files one step writes and another reads
     ("synthetic",),  # generated FineWeb-Edu-shaped dumps, for the demo, tests and benchmarks
     ("partitions", "resources", "jobs", "contracts", "run_health", "crawl_order"),  # Dagster plumbing
-    (),  # the stages: bucketing, dedup, tokenizing, probe, mixtures
+    (),  # the step folders: bucketing, dedup, tokenizing, probe, mixtures
     ("automation", "definitions", "demo", "deploy", "backfill"),  # entry points
 )
-STAGE_LAYER = 5
+STEP_LAYER = 5
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
 WITHOUT_DAGSTER = ("settings", "sampling_policy", "paths", "lib", "formats", "synthetic")
-# Each stage's work, apart from Dagster so that tests and benchmarks call it directly.
-STAGE_WORK = (
+# Each step's work, apart from Dagster so that tests and benchmarks call it directly.
+STEP_WORK = (
     "fw_assets.bucketing.sample_and_bucket", "fw_assets.tokenizing.tokenize_buckets", "fw_assets.probe.scoring"
 )
 
@@ -95,17 +96,17 @@ def layer(module: str) -> int:
     part = top(module)
     if part == "":
         return 0
-    return next((rank for rank, tops in enumerate(LAYERS) if part in tops), STAGE_LAYER)
+    return next((rank for rank, tops in enumerate(LAYERS) if part in tops), STEP_LAYER)
 
 
 def is_plain(module: str) -> bool:
-    """Modules free of Dagster: the plain layers, every stage's work and contract rules (`contract`,
+    """Modules free of Dagster: the plain layers, every step's work and contract rules (`contract`,
     `*_contract`, `contract_*`), and the contracts' findings."""
     name = module.rsplit(".", 1)[-1]
     return (
         top(module) in WITHOUT_DAGSTER
         or name == "contract" or name.endswith("_contract") or name.startswith("contract_")
-        or module in ("fw_assets.contracts.findings", *STAGE_WORK)
+        or module in ("fw_assets.contracts.findings", *STEP_WORK)
     )
 
 
@@ -132,18 +133,18 @@ def asset_modules() -> dict[str, object]:
     return found
 
 
-def test_every_asset_lives_in_a_stage_module_named_after_it():
+def test_every_asset_lives_in_a_step_module_named_after_it():
     for name, module in asset_modules().items():
-        stage = top(module.__name__)
-        assert module.__name__ == f"fw_assets.{stage}.{name}", f"asset {name} is in {module.__name__}"
-        assert layer(module.__name__) == STAGE_LAYER
+        folder = top(module.__name__)
+        assert module.__name__ == f"fw_assets.{folder}.{name}", f"asset {name} is in {module.__name__}"
+        assert layer(module.__name__) == STEP_LAYER
 
 
-def test_every_external_asset_lives_in_a_stage_module_named_after_it():
+def test_every_external_asset_lives_in_a_step_module_named_after_it():
     specs = [asset for asset in defs.assets if isinstance(asset, dg.AssetSpec)]
     for spec in specs:
         name = spec.key.to_user_string()
-        homes = [m for m in modules() if m.endswith(f".{name}") and layer(m) == STAGE_LAYER]
+        homes = [m for m in modules() if m.endswith(f".{name}") and layer(m) == STEP_LAYER]
         assert [getattr(importlib.import_module(m), name, None) for m in homes] == [spec], name
 
 
@@ -205,6 +206,26 @@ def test_the_import_graph_has_no_cycles():
         pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
 
 
+def test_the_import_graph_has_no_cycles_through_annotations_either():
+    """A type named only for annotations (`if TYPE_CHECKING:`) lives in a module below both users:
+    the classes two modules share are in a third they both import."""
+    def every_import(module: str) -> set[str]:
+        found = set()
+        for node in ast.walk(tree(module)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules() else node.module
+                          for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        return {name for name in found if name in modules() and name != module}
+
+    graph = {module: every_import(module) for module in modules()}
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as error:
+        pytest.fail(f"import cycle: {' -> '.join(error.args[1])}")
+
+
 def test_no_module_imports_a_higher_layer():
     upward = [
         f"{module} imports {imported}"
@@ -215,8 +236,8 @@ def test_no_module_imports_a_higher_layer():
     assert not upward
 
 
-def test_stages_import_another_stage_only_for_an_upstream_asset():
-    """A module of one stage imports a module of another only when that module defines an asset
+def test_step_folders_import_another_only_for_an_upstream_asset():
+    """A module of one step folder imports a module of another only when that module defines an asset
     the importing module's asset depends on (tokenized -> bucketing.bucketed)."""
     assets = asset_modules()
     deps = {
@@ -226,9 +247,9 @@ def test_stages_import_another_stage_only_for_an_upstream_asset():
     crossing = [
         f"{module} imports {imported}"
         for module in modules()
-        if layer(module) == STAGE_LAYER
+        if layer(module) == STEP_LAYER
         for imported in internal_imports(module)
-        if layer(imported) == STAGE_LAYER and top(imported) != top(module)
+        if layer(imported) == STEP_LAYER and top(imported) != top(module)
         and imported.rsplit(".", 1)[-1] not in deps.get(module, set())
     ]
     assert not crossing
@@ -247,7 +268,7 @@ def test_an_asset_module_is_imported_only_for_its_asset():
     asset_names = {module.__name__: name for name, module in asset_modules().items()}
     asset_names |= {
         m: m.rsplit(".", 1)[-1] for m in modules() for spec in defs.assets
-        if isinstance(spec, dg.AssetSpec) and m.endswith("." + spec.key.to_user_string()) and layer(m) == STAGE_LAYER
+        if isinstance(spec, dg.AssetSpec) and m.endswith("." + spec.key.to_user_string()) and layer(m) == STEP_LAYER
     }
     borrowed = []
     for module in modules():
@@ -309,7 +330,7 @@ def test_loading_the_definitions_imports_no_step_only_library():
     assert sorted(libraries & set(STEP_ONLY_LIBRARIES)) == []
 
 
-# File names every stage may have, each meaning the same thing everywhere: a package, its command,
+# File names every step folder may have, each meaning the same thing everywhere: a package, its command,
 # its contract rules, its `explain` command, its partitions definition, its Dagster resources.
 ROLE_FILES = ("__init__", "__main__", "contract", "explain", "partitions", "resources")
 
@@ -363,3 +384,17 @@ def test_helpers_live_in_support_and_tests_outside_it():
         and (path.name.startswith("test_") == (path.relative_to(TESTS).parts[0] == "support"))
     ]
     assert not misplaced
+
+
+def test_the_benchmarks_import_no_test_module():
+    """One way only: tests may import bench/ (they test it, and share its harnesses: the local
+    Dagster and Celery deployments, the tiny model), bench/ never imports fw_assets_tests."""
+    bench = TESTS.parent / "bench"
+    borrowed = []
+    for path in sorted(bench.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            borrowed += [f"{path.relative_to(bench.parent)} imports {name}" for name in names
+                         if name.split(".")[0] == "fw_assets_tests"]
+    assert not borrowed

@@ -12,7 +12,7 @@ from fw_assets.jobs import probe_losses_job
 # again with the second (neither is exported by `dagster`).
 PARTITION_TAG = "dagster/partition"
 WILL_RETRY_TAG = "dagster/will_retry"
-PROBE_LOSS = dg.AssetKey("probe_loss")  # the one asset of `probe_losses`; no stage is imported here
+PROBE_LOSS = dg.AssetKey("probe_loss")  # the one asset of `probe_losses`; no step's module is imported here
 UNFINISHED = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,

@@ -24,7 +24,7 @@ def record_changed_inputs(instance: dg.DagsterInstance, storage: FineWebStorage)
     observed = latest_observations(instance, mixture_inputs.key)
     changed = []
     for name, path in current_recipe_files().items():
-        version = inputs_version(storage.output_root, path.read_bytes(), path)
+        version = inputs_version(storage.output_root, path)
         if name not in observed or observed[name] != version:
             instance.report_runless_asset_event(
                 dg.AssetObservation(mixture_inputs.key, partition=name, tags={DATA_VERSION_TAG: version})

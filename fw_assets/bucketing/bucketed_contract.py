@@ -47,7 +47,7 @@ SCORE_IN_BUCKET = ContractCheck(
 UNIQUE_IDS = ContractCheck("unique_ids", "Every id occurs once across all buckets of the dump.")
 BUCKETED_RECONCILIATION = ContractCheck(
     "reconciliation",
-    "Per bucket, rows written = rows the sampled stage kept, and the written ids are exactly "
+    "Per bucket, rows written = rows the sampled step kept, and the written ids are exactly "
     "the ids kept in that bucket.",
 )
 BUCKETED_CHECKS = (SOURCE_TEXTS, BUCKETED_SCHEMA, SCORE_IN_BUCKET, UNIQUE_IDS, BUCKETED_RECONCILIATION)

@@ -103,7 +103,7 @@ RAW_TEXT_SAMPLE_SCHEMA = pa.DataFrameSchema(
 
 
 def selection_schema(policy: SamplingPolicy) -> pa.DataFrameSchema:
-    """The sampled stage's decision per source row: exactly these six columns."""
+    """The sampled step's decision per source row: exactly these six columns."""
     return pa.DataFrameSchema(
         {
             "source_file": pa.Column(STRING, nullable=False),

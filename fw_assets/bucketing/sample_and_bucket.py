@@ -1,4 +1,4 @@
-"""The DuckDB work of each stage, apart from Dagster so tests and benchmarks call it directly."""
+"""The DuckDB work of each step, apart from Dagster so tests and benchmarks call it directly."""
 
 from pathlib import Path
 

@@ -1,6 +1,6 @@
-"""Every stage's data contract becomes Dagster asset checks here, one way for all of them.
+"""Every step's data contract becomes Dagster asset checks here, one way for all of them.
 
-A stage's rules live in its own `contract` module (the bucketing stage's in `*_contract`), plain
+A step's rules live in its own `contract` module (the bucketing steps' in `*_contract`), plain
 code that returns one `CheckOutcome` per asset check (`findings`: what a contract found, naming
 dump, file, column, rows and examples). `asset_checks` turns those outcomes into per-dump (or
 per-recipe) check results attached to the asset's materialization, or a refusal that publishes

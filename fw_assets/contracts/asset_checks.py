@@ -1,8 +1,8 @@
-"""A stage's data contract as Dagster asset checks: one result per dump, on that dump's data.
+"""A step's data contract as Dagster asset checks: one result per dump, on that dump's data.
 
 Every asset with a contract follows one pattern:
 
-    report = ContractReport(dump, "stage", check_stage(con, ...))  # plain contract code
+    report = ContractReport(dump, "step", check_step(con, ...))  # plain contract code
     yield from report.refuse_if_blocked()   # a blocking check failed: report every result, fail
     staging.publish(...)                    # reached only when every blocking check passed
     yield report.materialization(metadata, data_version(record))  # the results attached to this materialization
@@ -14,7 +14,7 @@ point at the very data they checked; a result yielded before it would point at t
 materialization, or at none. A refused step stores no materialization: its results still carry the
 dump's partition, and the UI shows them against the dump's last published output, which stays as it
 was. The specs are blocking too: should a failed blocking result ever reach Dagster without the step
-raising, the dump's later stages still do not run.
+raising, the dump's later steps still do not run.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,7 +51,7 @@ class ContractReport:
     """One step's contract outcomes for one dump, reported the one way that attributes them right."""
 
     dump: str  # the partition key: a dump, or a recipe for the mixture assets
-    stage: str
+    step: str
     outcomes: Sequence[CheckOutcome]
     kind: str = "Dump"  # what the partition key names, in messages
 
@@ -60,7 +60,7 @@ class ContractReport:
         violation, before anything is published. Otherwise yield nothing."""
         if any(outcome.blocks for outcome in self.outcomes):
             yield from (check_result(outcome) for outcome in self.outcomes)
-            guard(self.dump, self.stage, self.outcomes, self.kind)
+            guard(self.dump, self.step, self.outcomes, self.kind)
 
     def materialization(self, metadata: Mapping[str, Any], version: str) -> dg.MaterializeResult:
         """The step's materialization with every check result attached (warnings included). Its
@@ -90,13 +90,13 @@ def check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
     )
 
 
-def guard(dump: str, stage: str, outcomes: Sequence[CheckOutcome], kind: str = "Dump") -> None:
+def guard(dump: str, step: str, outcomes: Sequence[CheckOutcome], kind: str = "Dump") -> None:
     """Raise a `dg.Failure` naming every blocking violation; do nothing if none. On its own (no
-    check results) where a step re-checks another stage's contract before relying on it."""
+    check results) where a step re-checks another step's contract before relying on it."""
     blocking = [o for o in outcomes if o.blocks]
     if blocking:
         raise dg.Failure(
-            description=rejection_message(dump, stage, blocking, kind),
+            description=rejection_message(dump, step, blocking, kind),
             metadata={
                 kind.lower(): dump,
                 "failed_checks": ", ".join(o.check.name for o in blocking),

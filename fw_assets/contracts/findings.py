@@ -11,7 +11,7 @@ _LONGEST_VALUE = 60
 
 @dataclass(frozen=True)
 class ContractCheck:
-    """One asset check of a stage's contract; a blocking one stops publishing and the stages after."""
+    """One asset check of a step's contract; a blocking one stops publishing and the steps after."""
 
     name: str
     description: str
@@ -78,11 +78,11 @@ class CheckOutcome:
         )
 
 
-def rejection_message(dump: str, stage: str, outcomes: Sequence[CheckOutcome], kind: str = "Dump") -> str:
-    """Why `stage` rejected `dump` (a partition of `kind`: Dump, Recipe), one line per violation of
+def rejection_message(dump: str, step: str, outcomes: Sequence[CheckOutcome], kind: str = "Dump") -> str:
+    """Why `step` rejected `dump` (a partition of `kind`: Dump, Recipe), one line per violation of
     every blocking check that failed."""
     lines = [
-        f"{kind} {dump} failed the {stage} contract; nothing was published and the {kind.lower()}'s "
+        f"{kind} {dump} failed the {step} contract; nothing was published and the {kind.lower()}'s "
         "previous output is unchanged."
     ]
     for outcome in outcomes:

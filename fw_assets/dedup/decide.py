@@ -57,39 +57,39 @@ ROW_GROUP_ROWS = 65_536
 
 @dataclass(frozen=True)
 class Match:
-    """A verified earlier document: `other` of `dump` (`rank` in crawl order), its similarity."""
+    """A verified earlier document: `other` of `dump` (`dump_order`: its place in crawl order), its similarity."""
 
     other: str
     dump: str
-    rank: int
+    dump_order: int
     similarity: float
     signature: bytes
 
     def order(self) -> tuple:
         """Best first: highest similarity, then earliest dump, then least id."""
-        return (-self.similarity, self.rank, self.other)
+        return (-self.similarity, self.dump_order, self.other)
 
 
 @dataclass(frozen=True)
 class EarlierMatches:
     """The best verified earlier match of each document that has one: `table` (id, duplicate_of,
-    duplicate_of_dump, similarity, rank) and the matches' signatures, row for row."""
+    duplicate_of_dump, similarity, dump_order) and the matches' signatures, row for row."""
 
     table: pa.Table
     signatures: np.ndarray
 
     @classmethod
     def none(cls) -> "EarlierMatches":
-        schema = pa.schema([*DROP_SCHEMA, ("rank", pa.int64())])
+        schema = pa.schema([*DROP_SCHEMA, ("dump_order", pa.int64())])
         return cls(schema.empty_table(), np.zeros((0, 0), np.uint8))
 
     def matches(self, rows: np.ndarray) -> dict[str, Match]:
         """The rows at `rows` as Match objects, by document id."""
         picked = self.table.take(rows).to_pydict()
         return {
-            doc: Match(other, dump, rank, similarity, self.signatures[row].tobytes())
-            for doc, other, dump, rank, similarity, row in zip(
-                picked["id"], picked["duplicate_of"], picked["duplicate_of_dump"], picked["rank"],
+            doc: Match(other, dump, dump_order, similarity, self.signatures[row].tobytes())
+            for doc, other, dump, dump_order, similarity, row in zip(
+                picked["id"], picked["duplicate_of"], picked["duplicate_of_dump"], picked["dump_order"],
                 picked["similarity"], rows,
             )
         }
@@ -278,7 +278,7 @@ def _verified_span(current: CurrentDump, keys: np.ndarray, ranks: np.ndarray, by
     return np.concatenate(verified)
 
 
-Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, rank) rows and others' signatures
+Matches = tuple[pa.Table, np.ndarray]  # (own, other, similarity, dump_order) rows and others' signatures
 
 
 def _best_earlier_matches(
@@ -291,10 +291,10 @@ def _best_earlier_matches(
 
     index = key_index(*current.keys)
 
-    def matched(ranked: tuple[int, tuple[str, Path]]) -> Matches:
-        rank, (earlier_dump, path) = ranked
+    def matched(ordered: tuple[int, tuple[str, Path]]) -> Matches:
+        dump_order, (earlier_dump, path) = ordered
         with _named_if_unreadable(path, earlier_dump):
-            return _best_per_document(*_verified_earlier(current, index, path, rank, policy))
+            return _best_per_document(*_verified_earlier(current, index, path, dump_order, policy))
 
     per_file = ordered_map(matched, enumerate(earlier), threads, in_flight=threads)
     # reduce holds no file's matches once folded in, while the next file is read
@@ -305,9 +305,9 @@ def _best_earlier_matches(
     matches = pa.table({
         "id": current.ids.take(found.column("own")),
         "duplicate_of": found.column("other"),
-        "duplicate_of_dump": dumps.take(found.column("rank")),
+        "duplicate_of_dump": dumps.take(found.column("dump_order")),
         "similarity": found.column("similarity"),
-        "rank": found.column("rank"),
+        "dump_order": found.column("dump_order"),
     })
     return EarlierMatches(matches, signatures)
 
@@ -348,10 +348,10 @@ def _better_of(best: Matches, later: Matches) -> Matches:
 
 
 def _verified_earlier(
-    current: CurrentDump, index: KeyIndex, path: Path, rank: int, policy: MinhashPolicy
+    current: CurrentDump, index: KeyIndex, path: Path, dump_order: int, policy: MinhashPolicy
 ) -> tuple[pa.Table, np.ndarray]:
     """The pairs between the dump and the earlier minhash file at `path` that share a band key
-    and pass verification, as (own row, other id, similarity, rank), and the others' signatures.
+    and pass verification, as (own row, other id, similarity, dump_order), and the others' signatures.
     Of the earlier file's signatures only the rows sharing a key are taken (read in place)."""
     own, other = matching_rows(index, CheckedBatches(sorted_keys_path(path)))
     signed = mapped_signatures(path)
@@ -364,7 +364,7 @@ def _verified_earlier(
         "own": own[passed],
         "other": table.column("id").take(other[passed]),
         "similarity": similarity[passed],
-        "rank": np.full(len(passed), rank, np.int64),
+        "dump_order": np.full(len(passed), dump_order, np.int64),
     })
     return verified, other_signatures[passed]
 

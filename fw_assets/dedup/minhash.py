@@ -38,7 +38,7 @@ MODULES = tuple(
 FINGERPRINT = MINHASH_POLICY.signature_fingerprint()
 # A signed document takes ~650 bytes: its id, 16 band keys twice (per document and sorted), a
 # 224-byte signature and its text's first 80 characters (585 measured on generated texts).
-BYTES_PER_DOCUMENT = 650
+MINHASH_BYTES_PER_DOCUMENT = 650
 
 
 @dg.asset(
@@ -116,4 +116,5 @@ def _space_needed(root: Path, dump: str) -> SpaceNeed:
         sum(b["rows"] for b in json.loads(record.read_text())["contents"]["buckets"].values())
         if record.is_file() else 0
     )
-    return SpaceNeed(rows * BYTES_PER_DOCUMENT, f"about {BYTES_PER_DOCUMENT} bytes per bucketed document")
+    return SpaceNeed(rows * MINHASH_BYTES_PER_DOCUMENT,
+                     f"about {MINHASH_BYTES_PER_DOCUMENT} bytes per bucketed document")

@@ -24,7 +24,7 @@ from dagster_celery.tags import DAGSTER_CELERY_QUEUE_TAG, DAGSTER_CELERY_TASK_ID
 from dagster_celery.tasks import create_execute_job_task
 
 from fw_assets.deploy.heartbeats import WorkerState, last_heartbeat, redis_uptime_seconds, run_worker_verdict
-from fw_assets.partitions import DUMP_KEY
+from fw_assets.paths import is_dump_name
 from fw_assets.run_health import HOST_TAG, PID_TAG, PROCESS_START_TAG
 
 PARTITION_TAG = "dagster/partition"
@@ -45,7 +45,7 @@ def run_queue(tags: Mapping[str, str], queues: Mapping[str, str], default_queue:
     partition = tags.get(PARTITION_TAG)
     if partition is None:
         return default_queue
-    return queues["dump" if DUMP_KEY.match(partition) else "recipe"]
+    return queues["dump" if is_dump_name(partition) else "recipe"]
 
 
 class HeartbeatCeleryRunLauncher(CeleryRunLauncher):

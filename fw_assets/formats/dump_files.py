@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fw_assets.formats.manifest import is_apple_double, source_files
 
-HF_SHARD = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
+HF_SHARD = re.compile(r"train-([0-9]{5})-of-([0-9]{5})\.parquet", re.ASCII)  # matched whole
 # Names download tools give a file until it is complete: huggingface_hub (.incomplete), rsync
 # (hidden `.name.XXXXXX`), curl/wget/aria2 (.part, .partial), this project's sample writer (.tmp).
 TEMP_SUFFIXES = (".tmp", ".incomplete", ".part", ".partial", ".download", ".crdownload")
@@ -71,7 +71,7 @@ def broken_links(paths: list[Path]) -> list[str]:
 def shard_set_gaps(names: list[str]) -> str | None:
     """What is wrong with the Hugging Face `train-XXXXX-of-NNNNN` set among `names` (missing shards,
     several sets, shard numbers beyond the set size), or None when it is complete or absent."""
-    shards = [(name, m) for name in names if (m := HF_SHARD.match(name))]
+    shards = [(name, m) for name in names if (m := HF_SHARD.fullmatch(name))]
     if not shards:
         return None
     totals = sorted({int(m[2]) for _, m in shards})
@@ -113,7 +113,7 @@ def readiness(state: DumpFolderState, now_ns: int, settle_seconds: float) -> Rea
     names = [f.name for f in state.files]
     complete = (
         _shard_set_readiness(names)
-        if all(HF_SHARD.match(name) for name in names)
+        if all(HF_SHARD.fullmatch(name) for name in names)
         else _settled_readiness(state, now_ns, settle_seconds)
     )
     if not complete.ready:

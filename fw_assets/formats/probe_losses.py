@@ -1,5 +1,5 @@
 """A probe's published losses (`probe_loss`): their schema, and reading one probe's losses of one
-dump, for whatever weighs documents by them (the probe stage writes them, the mixtures read them)."""
+dump, for whatever weighs documents by them (the probe step writes them, the mixtures read them)."""
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager

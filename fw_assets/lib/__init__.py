@@ -1,3 +1,3 @@
 """Tools with no domain and no Dagster: publishing by rename, per-machine slots, disk space, SQL
-loading, code versions, progress, write-behind files, compiled loops. What one stage writes and
+loading, code versions, progress, write-behind files, compiled loops. What one step writes and
 another reads is in fw_assets.formats."""

@@ -4,8 +4,8 @@ shuffle and blend indexes built ahead of training, byte for byte (docs/mixtures.
 Plain modules, no Dagster:
 - `recipe`: a recipe file parsed and checked (every mistake a `RecipeError` naming file and key),
   with the registry of temperature schedule shapes;
-- `plan`: prefixes, weights, sample counts and flags of every stage; `views`: each stage's fresh
-  documents (curricula);
+- `plan`: prefixes, weights, sample counts and flags of every stage, as `stage_plan`'s classes
+  (below every module that reads a plan); `views`: each stage's fresh documents (curricula);
 - `megatron/`: Megatron-Core's dataset builder, one module per Megatron file (`gpt_dataset`,
   `blended_dataset`, `helpers`, `blended_megatron_dataset_builder`, ...): the cache files' names
   and bytes;

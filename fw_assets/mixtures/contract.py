@@ -16,8 +16,9 @@ from fw_assets.formats.indexed_dataset import IndexedDatasetReader, optimal_toke
 from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.megatron.utils import SPLITS
-from fw_assets.mixtures.plan import MixturePlan, StagePlan
+from fw_assets.mixtures.plan import MixturePlan
 from fw_assets.mixtures.recipe import DEFAULT_EPOCH_WARNING, NULL_TOKENIZER_CLASS, Phase
+from fw_assets.mixtures.stage_plan import StagePlan
 from fw_assets.paths import token_files, token_prefix
 
 BLEND_WINDOW = 10_000  # samples

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fw_assets.formats.doc_index import read_document_index
-from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import BlendSamples
+from fw_assets.mixtures.stage_plan import StagePlan
 
 
 def explain_sample(stage: StagePlan, cache_dir: Path, split: str, sample: int) -> dict:

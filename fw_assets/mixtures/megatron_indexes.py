@@ -16,9 +16,9 @@ from fw_assets.mixtures.contract import INDEX_CHECKS, blend_errors, check_blend_
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.partitions import PER_RECIPE, recipe_partitions, refuse_an_edited_recipe
-from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import blend_report, blend_table
+from fw_assets.mixtures.stage_plan import StagePlan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.paths import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.resources import FineWebStorage
@@ -26,7 +26,7 @@ from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_input
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("plan", "published", "contract", "report")),
+    *(f"fw_assets.mixtures.{name}" for name in ("plan", "stage_plan", "published", "contract", "report")),
     *megatron.MODULES,
     "fw_assets.formats.indexed_dataset",
 )

@@ -27,6 +27,6 @@ def mixture_inputs(context: dg.AssetExecutionContext) -> dg.DataVersionsByPartit
     except AnotherOutputFolder as refused:
         raise dg.Failure(description=str(refused)) from refused
     return dg.DataVersionsByPartition({
-        name: dg.DataVersion(inputs_version(storage.output_root, path.read_bytes(), path))
+        name: dg.DataVersion(inputs_version(storage.output_root, path))
         for name, path in current_recipe_files().items()
     })

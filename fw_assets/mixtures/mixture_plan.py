@@ -63,7 +63,8 @@ from fw_assets.run_health import writing_step
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("recipe", "plan", "contract", "report", "views", "reweighted")),
+    *(f"fw_assets.mixtures.{name}"
+      for name in ("recipe", "plan", "stage_plan", "contract", "report", "views", "reweighted")),
     "fw_assets.mixtures.reweighting",
     *megatron.MODULES,
     "fw_assets.formats.indexed_dataset",
@@ -143,7 +144,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
 def _plan(recipe: Recipe, root: Path, records: dict, losses: HeldLosses) -> tuple[MixturePlan, dict]:
     """The plan of `recipe` over the token files of `records`, and each stage's figures."""
     plan = plan_mixture(recipe, root, sorted(records), losses)
-    return plan, {stage.name: member_figures(stage, view_lengths(plan, stage.name)) for stage in plan.stages}
+    return plan, {stage.name: member_figures(stage, view_lengths(plan.views, stage.name)) for stage in plan.stages}
 
 
 def _report_text(plan: MixturePlan, figures: dict, rows: list, freshness: str, root: Path) -> str:
@@ -196,7 +197,7 @@ def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path)
     views = views_dir(root, name)
     moves[views] = None
     if plan.views:
-        write_views(plan, staging / "views")
+        write_views(plan.views, staging / "views")
         moves[views] = staging / "views"
     previous = generation_record_path(root, publication_name("mixture_plan", name))
     if previous.is_file():

@@ -14,8 +14,8 @@ from fw_assets.mixtures import megatron
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.packing import write_packed
 from fw_assets.mixtures.partitions import PER_RECIPE, refuse_an_edited_recipe
-from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import planned_stages, read_plan
+from fw_assets.mixtures.stage_plan import StagePlan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root, publication_name
 from fw_assets.resources import FineWebStorage
@@ -23,7 +23,7 @@ from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_input
 
 SQL = ()
 MODULES = (
-    *(f"fw_assets.mixtures.{name}" for name in ("plan", "published", "packing")),
+    *(f"fw_assets.mixtures.{name}" for name in ("plan", "stage_plan", "published", "packing")),
     *megatron.MODULES,
     "fw_assets.formats.indexed_dataset",
 )

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.mixtures.plan import StagePlan
 from fw_assets.mixtures.published import BlendSamples
+from fw_assets.mixtures.stage_plan import StagePlan
 
 SCHEMA = pa.schema([
     ("input_ids", pa.list_(pa.int32())),

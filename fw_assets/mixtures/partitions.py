@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets import settings
+from fw_assets.mixtures.recipe import read_recipe_bytes
 from fw_assets.paths import NAME_RULE, is_safe_name, shipped_recipes_dir
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def _named_recipes(folder: Path) -> list[Path]:
         if is_safe_name(path.stem):
             files.append(path)
         else:
-            logger.warning("Recipe %s is not loaded: its name %r %s", path, path.stem, NAME_RULE)
+            logger.warning("Recipe %r in %s is not loaded: its name %r %s", path.name, folder, path.stem, NAME_RULE)
     return files
 
 
@@ -60,7 +61,7 @@ def refuse_an_edited_recipe(recipe: str, plan_record: dict) -> None:
     """A plan is made from its recipe's bytes: refuse to build over it once they changed."""
     path = recipe_file(recipe)
     planned = plan_record["contents"].get("recipe_sha256")
-    now = hashlib.sha256(path.read_bytes()).hexdigest()
+    now = hashlib.sha256(read_recipe_bytes(path)).hexdigest()
     if planned != now:
         raise dg.Failure(
             f"Recipe {recipe}: the plan is stale, {path} changed since it was planned (sha256 "

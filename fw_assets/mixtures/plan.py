@@ -4,7 +4,8 @@ weights, how many samples training will ask for, and the flags that make it ask 
 `plan_mixture` reads only the token files' indexes (`.idx`, and with fresh documents the
 `.docs.parquet` ids that order them) and takes every path explicitly, so the Dagster asset, the
 tests and the benchmark call it the same way; with fresh documents or reweighted sources it also
-chooses each stage's views, which `views.write_views` writes before the stages' caches are built.
+chooses each stage's views, which `views.write_views` writes before the stages' caches are built. The
+classes a plan is made of are in `stage_plan`, below every module that reads them.
 A reweighted source's probe losses come from `read_losses` (see `reweighted`).
 """
 
@@ -36,49 +37,8 @@ from fw_assets.mixtures.reweighted import (
     reweight_sources,
     whole_file_documents,
 )
+from fw_assets.mixtures.stage_plan import Member, StagePlan, TokenFile
 from fw_assets.mixtures.views import DocumentPools, ViewSelection
-
-
-@dataclass(frozen=True)
-class TokenFile:
-    """One tokenized (bucket, dump): read here from `path`, named `prefix` in the training flags."""
-
-    source: str
-    bucket: str
-    dump: str
-    path: str
-    prefix: str
-    documents: int
-    tokens: int
-
-
-@dataclass(frozen=True)
-class Member:
-    """A token file in a stage's blend with its `--data-args-path` weight (the text is what
-    Megatron parses, so the text is the weight of record)."""
-
-    file: TokenFile
-    weight: str
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    phase: str
-    name: str
-    tokens: int
-    seq_length: int
-    temperature: float
-    shares: dict[str, float]  # source → share of the stage's samples
-    members: tuple[Member, ...]
-    num_samples: tuple[int, int, int]  # train, valid, test: what training asks the builder for
-    cache: CacheSettings
-    data_args_path: str  # the `--data-args-path` file, as training sees it
-    megatron_args: tuple[str, ...]
-
-    @property
-    def data_args(self) -> str:
-        """The `--data-args-path` file's text: `w1 prefix1 w2 prefix2 …`, one pair a line."""
-        return "".join(f"{m.weight} {m.file.prefix}\n" for m in self.members)
 
 
 @dataclass(frozen=True)
@@ -138,7 +98,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     # the paths training will write (and Megatron hashes): under data_root, else this absolute path
     data_root = Path(recipe.megatron.data_root or os.path.abspath(output_root))
     files = find_token_files(recipe, output_root, data_root, sorted(dumps))
-    sample_counts = _train_samples(recipe)
+    sample_counts = _stage_train_samples(recipe)
     valid_test = _eval_samples(recipe, sum(sample_counts))
     transitions = _phase_transitions(recipe, sample_counts)
     cache_dir = str(paths.mixture_cache_dir(data_root, recipe.name))
@@ -150,7 +110,7 @@ def plan_mixture(recipe: Recipe, output_root: Path, dumps: Sequence[str],
     for weighting in reweighted.values():
         for file in weighting.files:
             pools.reweight(file.path, weighting.repetitions(file))
-    for (phase, stage), train_samples in zip(recipe.stages(), sample_counts):
+    for (phase, stage), train_samples in zip(recipe.phase_stages(), sample_counts):
         cache = CacheSettings(recipe.megatron.seed, phase.seq_length, recipe.megatron.split,
                               recipe.megatron.tokenizer_identity)
         if recipe.fresh_documents:
@@ -227,7 +187,7 @@ class SizeLimits:
         """The views of reweighted sources, before any is listed: each lists a document its
         repetitions times (memory: its positions and lengths, ~16 bytes an entry, for every stage;
         disk: ~48 bytes an entry of a whole-file view, written for every stage)."""
-        stages, memory = len(self.recipe.stages()), 0
+        stages, memory = len(self.recipe.phase_stages()), 0
         for weighting in reweighted:
             listed = int(weighting.weighting.repetitions.sum(dtype=np.int64)) * stages
             memory += 16 * listed
@@ -377,15 +337,16 @@ def _members(recipe: Recipe, shares: dict[str, float], files: dict[str, list[Tok
     return tuple(members)
 
 
-def _train_samples(recipe: Recipe) -> list[int]:
-    return [stage.tokens // phase.seq_length for phase, stage in recipe.stages()]
+def _stage_train_samples(recipe: Recipe) -> list[int]:
+    """Each stage's train samples, in training order."""
+    return [stage.tokens // phase.seq_length for phase, stage in recipe.phase_stages()]
 
 
-def _eval_samples(recipe: Recipe, train_samples: int) -> tuple[int, int]:
+def _eval_samples(recipe: Recipe, total_train_samples: int) -> tuple[int, int]:
     """(valid, test) as Megatron-LM asks: (train_iters // eval_interval + 1) · eval_iters · gbs and
-    eval_iters · gbs, with train_iters = train samples // gbs."""
+    eval_iters · gbs, with train_iters = the whole run's train samples // gbs."""
     m = recipe.megatron
-    train_iters = train_samples // m.global_batch_size
+    train_iters = total_train_samples // m.global_batch_size
     valid = (train_iters // m.eval_interval + 1) * m.eval_iters * m.global_batch_size
     return valid, m.eval_iters * m.global_batch_size
 
@@ -398,7 +359,7 @@ def _phase_transitions(recipe: Recipe, sample_counts: list[int]) -> list[int]:
     """
     gbs = recipe.megatron.global_batch_size
     transitions, done = [], 0
-    stages = recipe.stages()
+    stages = recipe.phase_stages()
     for i, ((phase, stage), samples) in enumerate(zip(stages[:-1], sample_counts)):
         if samples % gbs:
             index = recipe.phases.index(phase)
@@ -421,7 +382,7 @@ def _check_splits_have_documents(recipe: Recipe, members: tuple[Member, ...], ca
                     f"{member.file.path} has {member.file.documents} documents, none for the {split} split")
 
 
-def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions: list[int],
+def _megatron_args(recipe: Recipe, phase: Phase, total_train_samples: int, transitions: list[int],
                    data_args: str, cache_dir: str) -> tuple[str, ...]:
     m = recipe.megatron
     args = [
@@ -429,7 +390,7 @@ def _megatron_args(recipe: Recipe, phase: Phase, train_samples: int, transitions
         "--split", m.split,
         "--seq-length", str(phase.seq_length),
         "--seed", str(m.seed),
-        "--train-samples", str(train_samples),
+        "--train-samples", str(total_train_samples),
         "--global-batch-size", str(m.global_batch_size),
         "--eval-interval", str(m.eval_interval),
         "--eval-iters", str(m.eval_iters),

@@ -12,7 +12,7 @@ from fw_assets.mixtures.megatron.blended_dataset import CachedBlend
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import SplitCache, stage_caches
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import CacheSettings
 from fw_assets.mixtures.megatron.gpt_dataset import CachedGPTDataset
-from fw_assets.mixtures.plan import Member, StagePlan, TokenFile
+from fw_assets.mixtures.stage_plan import Member, StagePlan, TokenFile
 from fw_assets.paths import plan_path
 
 

@@ -5,6 +5,9 @@ the key.
 
 import hashlib
 import math
+import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +24,26 @@ DEFAULT_SEED = 1234
 EXPORTS = ("packed",)
 # Megatron's GPTDataset keeps offsets into documents in int32: a sample longer than that cannot be addressed.
 MAX_SEQ_LENGTH = 2**31 - 2
+# A recipe is a few kilobytes and at most five levels deep (the shipped ones: under 2 KB). Beyond
+# these a file is refused before it is parsed: PyYAML's parser takes time growing with the square of
+# the nesting, and building the values recurses once per level (5,000 levels: a RecursionError).
+MAX_RECIPE_BYTES = 64 * 1024
+MAX_RECIPE_DEPTH = 16
+# A schedule's stages are each a blend with its own flags and caches; reading the recipe lists them.
+MAX_SCHEDULE_STAGES = 1_000
+
+
+class _RecipeLoader(yaml.SafeLoader):
+    """YAML as PyYAML reads it (YAML 1.1), and numbers in exponent notation as people write token
+    counts: `1e12`, `1.5e6`, `2.5E-3`. YAML 1.1 reads those as strings (it wants a dot and a signed
+    exponent, `1.0e+12`); YAML 1.2 reads them as floats, as here."""
+
+
+_RecipeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+\Z", re.ASCII),
+    list("-+0123456789."),
+)
 
 
 class RecipeError(ValueError):
@@ -92,16 +115,17 @@ SCHEDULE_SHAPES = {"cosine": cosine, "linear": linear}
 
 @dataclass(frozen=True)
 class Schedule:
-    """A temperature moving from `start` to `end` over `stages` equal shares of a phase."""
+    """A temperature moving from `start` to `end` over `stage_count` equal shares of a phase (the
+    recipe's `temperature.stages`)."""
 
     start: float
     end: float
     shape: str  # a key of SCHEDULE_SHAPES
-    stages: int
+    stage_count: int
 
     def at(self, stage: int) -> float:
         """T at the middle of stage `stage`'s share (0-based)."""
-        return SCHEDULE_SHAPES[self.shape](self.start, self.end, (stage + 0.5) / self.stages)
+        return SCHEDULE_SHAPES[self.shape](self.start, self.end, (stage + 0.5) / self.stage_count)
 
 
 # above this many epochs of a source the plan warns: per phase (unless the phase sets max_epochs)
@@ -124,7 +148,7 @@ class Phase:
         stage switches at a whole iteration; the last one also takes what does not fill a batch."""
         if not isinstance(self.temperature, Schedule):
             return [Stage(self.name, self.tokens, self.temperature)]
-        count = self.temperature.stages
+        count = self.temperature.stage_count
         batches = self.tokens // batch_tokens
         bounds = [batches * k // count * batch_tokens for k in range(count)] + [self.tokens]
         return [
@@ -160,20 +184,24 @@ class Recipe:
     export: tuple[str, ...] = ()  # extra outputs: "packed"
     sha256: str = ""  # of the file's bytes as read: part of the plan's identity
 
-    def stages(self) -> list[tuple[Phase, Stage]]:
+    def phase_stages(self) -> list[tuple[Phase, Stage]]:
+        """Every stage of the recipe, in training order, with its phase."""
         gbs = self.megatron.global_batch_size
         return [(phase, stage) for phase in self.phases for stage in phase.stages(gbs * phase.seq_length)]
 
 
 def load_recipe(path: Path) -> Recipe:
-    """Parse and check `path`; the recipe's name is the file's stem."""
-    path = Path(path)
+    """Read, parse and check `path`; the recipe's name is the file's stem."""
+    return parse_recipe(Path(path), read_recipe_bytes(Path(path)))
+
+
+def parse_recipe(path: Path, data: bytes) -> Recipe:
+    """Parse and check `data`, the bytes of recipe file `path` (read_recipe_bytes)."""
     _checked_name(path, "(file name)", path.stem)
     try:
-        data = path.read_bytes()
-        _refuse_anchors(path, data)
-        document = yaml.safe_load(data)
-    except (OSError, yaml.YAMLError) as error:
+        _refuse_unbounded_yaml(path, data)
+        document = yaml.load(data, Loader=_RecipeLoader)  # a SafeLoader
+    except yaml.YAMLError as error:
         raise RecipeError(path, "(file)", f"cannot be read as YAML: {error}") from error
     fields = _Fields(path, document, "(top level)")
     fields.only({"tokenizer", "sources", "phases", "megatron", "fresh_documents", "export"})
@@ -189,20 +217,50 @@ def load_recipe(path: Path) -> Recipe:
         sha256=hashlib.sha256(data).hexdigest(),
     )
     _check_stages(recipe)
-    names = [stage.name for _, stage in recipe.stages()]
+    names = [stage.name for _, stage in recipe.phase_stages()]
     if len(set(names)) != len(names):
         raise RecipeError(path, "phases", f"stage names repeat: {names}")
     return recipe
 
 
-def _refuse_anchors(path: Path, data: bytes) -> None:
-    """Refuse anchors and aliases from the parser's events, before anything is expanded: a recipe
-    of a few lines must not grow into billions of values (a "billion laughs")."""
-    for event in yaml.parse(data, Loader=yaml.SafeLoader):
+def read_recipe_bytes(path: Path) -> bytes:
+    """The bytes of recipe file `path`, at most MAX_RECIPE_BYTES of them; a file that is larger, not
+    a regular file (a FIFO would block the reader for good) or unreadable is a RecipeError."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            facts = os.fstat(descriptor)
+            if not stat.S_ISREG(facts.st_mode):
+                raise RecipeError(path, "(file)", "is not a regular file")
+            with open(descriptor, "rb", closefd=False) as file:
+                data = file.read(MAX_RECIPE_BYTES + 1)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        raise RecipeError(path, "(file)", f"cannot be read: {error}") from error
+    if len(data) > MAX_RECIPE_BYTES:
+        raise RecipeError(path, "(file)", f"holds {max(facts.st_size, len(data)):,} bytes, over the limit of "
+                          f"{MAX_RECIPE_BYTES:,}: a recipe is a few kilobytes")
+    return data
+
+
+def _refuse_unbounded_yaml(path: Path, data: bytes) -> None:
+    """Refuse from the parser's events, before any value is built: anchors and aliases (a recipe of
+    a few lines must not grow into billions of values, a "billion laughs"), and nesting deeper than
+    MAX_RECIPE_DEPTH (stopped at the first level too deep, whatever follows)."""
+    depth = 0
+    for event in yaml.parse(data, Loader=_RecipeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise RecipeError(path, "(file)", f"uses a YAML anchor or alias (&{event.anchor} / *{event.anchor}) "
                               f"at line {event.start_mark.line + 1}: write the values out, recipes may not "
                               "repeat parts of themselves")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_RECIPE_DEPTH:
+                raise RecipeError(path, "(file)", f"nests mappings and lists more than {MAX_RECIPE_DEPTH} levels "
+                                  f"deep (line {event.start_mark.line + 1}): the recipe format is five levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _check_stages(recipe: Recipe) -> None:
@@ -210,10 +268,10 @@ def _check_stages(recipe: Recipe) -> None:
     batch = recipe.megatron.global_batch_size
     for i, phase in enumerate(recipe.phases):
         scheduled = isinstance(phase.temperature, Schedule)
-        if scheduled and phase.tokens < phase.temperature.stages * batch * phase.seq_length:
+        if scheduled and phase.tokens < phase.temperature.stage_count * batch * phase.seq_length:
             raise RecipeError(recipe.path, f"phases[{i}].temperature.stages",
-                              f"{phase.temperature.stages} stages of at least one global batch ({batch} samples of "
-                              f"{phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
+                              f"{phase.temperature.stage_count} stages of at least one global batch ({batch} samples "
+                              f"of {phase.seq_length} tokens) need more than the phase's {phase.tokens} tokens")
         if phase.min_doc_tokens and not recipe.fresh_documents:
             raise RecipeError(recipe.path, f"phases[{i}].min_doc_tokens",
                               "filters the stages' views: needs `fresh_documents: true`")
@@ -319,7 +377,11 @@ def _temperature(fields: "_Fields") -> float | Schedule:
     shape = schedule.text("shape")
     if shape not in SCHEDULE_SHAPES:
         raise RecipeError(fields.path, f"{key}.shape", f"{shape!r} is not one of {list(SCHEDULE_SHAPES)}")
-    return Schedule(start, end, shape, schedule.positive_int("stages"))
+    count = schedule.positive_int("stages")
+    if count > MAX_SCHEDULE_STAGES:
+        raise RecipeError(fields.path, f"{key}.stages", f"{count:,} stages: a schedule has at most "
+                          f"{MAX_SCHEDULE_STAGES:,} (each is a blend with its own Megatron flags and caches)")
+    return Schedule(start, end, shape, count)
 
 
 def _export(fields: "_Fields") -> tuple[str, ...]:
@@ -418,7 +480,14 @@ class _Fields:
         return value
 
     def positive_int(self, field: str, allow_zero: bool = False) -> int:
+        """A whole number however written: `2048`, `2_048`, `2048.0`, `1e12`, `1.5e6` (a float, exact
+        up to 2**53: beyond, the digits written may not be the number read)."""
         value = self._get(field, True)
+        if isinstance(value, float) and value.is_integer():
+            if abs(value) > 2**53:
+                raise RecipeError(self.path, self._name(field), f"{value:g} is a float beyond 2**53, where it stops "
+                                  "being exact: write it in digits")
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
             kind = "a non-negative" if allow_zero else "a positive"
             raise RecipeError(self.path, self._name(field), f"must be {kind} integer, got {value!r}")

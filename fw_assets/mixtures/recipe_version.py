@@ -8,17 +8,23 @@ import json
 from pathlib import Path
 
 from fw_assets.lib.publish import data_version, recorded_generation
-from fw_assets.mixtures.recipe import RecipeError, load_recipe
+from fw_assets.mixtures.recipe import RecipeError, parse_recipe, read_recipe_bytes
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import publication_name
 
 
-def inputs_version(root: Path, recipe_bytes: bytes, path: Path) -> str:
-    """sha256 of the recipe's bytes, of each dump's published token version and, with reweighted
-    sources, of their probes' loss versions (none for a recipe that cannot be read: its bytes alone)."""
+def inputs_version(root: Path, path: Path) -> str:
+    """sha256 of the recipe file's bytes, of each dump's published token version and, with reweighted
+    sources, of their probes' loss versions. A recipe that cannot be planned never stops the caller:
+    one that cannot be parsed or checked has its bytes alone, one that cannot be read (too large,
+    not a file) the reason."""
+    try:
+        recipe_bytes = read_recipe_bytes(path)
+    except RecipeError as error:
+        return hashlib.sha256(str(error).encode()).hexdigest()
     digest = hashlib.sha256(recipe_bytes)
     try:
-        recipe = load_recipe(path)
+        recipe = parse_recipe(path, recipe_bytes)
     except RecipeError:
         return digest.hexdigest()
     dumps = dump_partitions.get_partition_keys()
@@ -32,11 +38,11 @@ def inputs_version(root: Path, recipe_bytes: bytes, path: Path) -> str:
 
 
 def published_versions(root: Path, outputs: list[tuple[str, str]], dumps: list[str]) -> dict[str, dict[str, str]]:
-    """The published version of each (stage, key) output of each dump that has one, by key and dump."""
+    """The published version of each (step, key) output of each dump that has one, by key and dump."""
     found: dict[str, dict[str, str]] = {}
-    for stage, key in outputs:
+    for step, key in outputs:
         for dump in dumps:
-            record = recorded_generation(root, publication_name(stage, key, dump))
+            record = recorded_generation(root, publication_name(step, key, dump))
             if record is not None:
                 found.setdefault(key, {})[dump] = data_version(record)
     return found

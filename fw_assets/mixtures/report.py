@@ -13,8 +13,9 @@ from fw_assets.contracts.findings import CheckOutcome
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.markdown import literal, table
 from fw_assets.mixtures.contract import BlendError, MemberFigures, SourceStage, source_epochs
-from fw_assets.mixtures.plan import MixturePlan, StagePlan
+from fw_assets.mixtures.plan import MixturePlan
 from fw_assets.mixtures.reweighted import SourceReweighting, highest_losses, tie_warning
+from fw_assets.mixtures.stage_plan import StagePlan
 
 
 def megatron_args_text(stage: StagePlan) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +26,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_d
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.recipe import Recipe, RecipeError, Reweight
 from fw_assets.mixtures.reweighting import Reweighting, aligned_losses, repetition_hashes, reweight
+from fw_assets.mixtures.stage_plan import TokenFile
 from fw_assets.paths import bucket_dump_dir, docs_path
 
 # (probe, dump, bucket) -> that probe's published losses of the bucket's documents of the dump
@@ -34,11 +34,6 @@ from fw_assets.paths import bucket_dump_dir, docs_path
 # (losses in another order are looked up by id); a probe with no losses of the dump, or damaged
 # files, raise a ValueError saying so. Called again to read the losses again.
 LossReader = Callable[[str, str, str], Iterable[pa.RecordBatch]]
-
-# fw_assets.mixtures.plan imports this module (not the other way round at run time: the import
-# graph has no cycles); TokenFile names a type only, and annotations are not evaluated.
-if TYPE_CHECKING:
-    from fw_assets.mixtures.plan import TokenFile
 
 
 class HeldOutDropped(ValueError):

@@ -16,8 +16,8 @@ from fw_assets.paths import generation_record_path, publication_name
 # A recipe reads the token files of every dump its sources match: each recipe depends on `tokenized`
 # of all dumps. Dagster does not follow data versions across 100 or more upstream partitions, so
 # the UI marks a recipe stale through `mixture_inputs` instead; megatron_indexes and packed refuse a
-# plan made from token files that have been replaced since (docs/mixtures.md). Named by its key: a stage
-# imports another stage's module only in the asset that depends on it (test_structure.py).
+# plan made from token files that have been replaced since (docs/mixtures.md). Named by its key: a step
+# folder imports another's module only in the asset that depends on it (test_structure.py).
 ALL_DUMPS_TOKENIZED = dg.AssetDep(dg.AssetKey("tokenized"), partition_mapping=dg.AllPartitionMapping())
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,11 +35,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_d
 from fw_assets.mixtures.megatron.gpt_dataset import EXTRA_TOKEN
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.reweighted import HeldOutDropped
-
-# fw_assets.mixtures.plan imports this module (not the other way round at run time: the import
-# graph has no cycles); its classes name types only, and annotations are not evaluated.
-if TYPE_CHECKING:
-    from fw_assets.mixtures.plan import MixturePlan, TokenFile
+from fw_assets.mixtures.stage_plan import TokenFile
 
 
 @dataclass(frozen=True)
@@ -107,16 +103,16 @@ class DocumentPools:
         kept = self._lengths[file.path][documents]
         return replace(file, documents=len(kept), tokens=int(kept.sum(dtype=np.int64)))
 
-    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, train_samples: int,
+    def select(self, stage: str, file: TokenFile, view: TokenFile, min_doc_tokens: int, samples: int,
                seq_length: int) -> ViewSelection:
-        """The fewest documents whose train split, least used first, holds `train_samples`
-        samples in one epoch, and held-out documents for every other non-empty split."""
+        """The fewest documents whose train split, least used first, holds the `samples` the stage's
+        blend draws from the file in one epoch, and held-out documents for every other non-empty split."""
         pool = self._documents(file.path, 0, min_doc_tokens)
         lengths, uses = self._lengths[file.path], self._uses[file.path]
         if not lengths[pool].sum(dtype=np.int64):
             raise ValueError(f"{file.path}: no train document of at least {min_doc_tokens} tokens for stage {stage}")
         order = self._listed(file.path, _least_used_first(pool, uses[pool]))
-        count = _view_size(lengths[order], train_samples * seq_length + EXTRA_TOKEN, self.splits)
+        count = _view_size(lengths[order], samples * seq_length + EXTRA_TOKEN, self.splits)
         parts = []
         for split, bounds in enumerate(self.splits):
             if bounds is None:
@@ -238,12 +234,12 @@ def _pin(tokens: Path, view_tokens: Path) -> None:
         shutil.copyfile(tokens, view_tokens)
 
 
-def view_lengths(plan: MixturePlan, stage: str) -> dict[str, np.ndarray]:
+def view_lengths(views: Sequence[ViewSelection], stage: str) -> dict[str, np.ndarray]:
     """The document lengths of each view of `stage`, by the path the stage reads, from the original
     files: what a view will hold before it is written (or while an older one is still published
     there). One stage at a time: a view's lengths are 4 bytes a document it lists."""
     lengths, originals = {}, {}
-    for selection in (s for s in plan.views if s.stage == stage):
+    for selection in (s for s in views if s.stage == stage):
         path = selection.file.path
         if path not in originals:
             originals[path] = IndexedDatasetReader(Path(path)).sequence_lengths
@@ -251,11 +247,12 @@ def view_lengths(plan: MixturePlan, stage: str) -> dict[str, np.ndarray]:
     return lengths
 
 
-def write_views(plan: MixturePlan, folder: Path | None = None) -> list[Path]:
-    """Every stage view of `plan` (before building the stages' caches): at the paths its stages
-    read, or under `folder` as `<stage>/<bucket>/<dump>`, a staged `mixtures/<recipe>/views/`."""
+def write_views(views: Sequence[ViewSelection], folder: Path | None = None) -> list[Path]:
+    """Every view of a plan's stages (`MixturePlan.views`, before building the stages' caches): at
+    the paths its stages read, or under `folder` as `<stage>/<bucket>/<dump>`, a staged
+    `mixtures/<recipe>/views/`."""
     written = []
-    for selection in plan.views:
+    for selection in views:
         file = selection.file
         prefix = None if folder is None else Path(folder) / selection.stage / file.bucket / file.dump
         written += write_view(selection, prefix)

@@ -1,1 +1,1 @@
-"""The probe stage: each kept document's loss under a probe model, per dump (`probe_loss`)."""
+"""The probe step: each kept document's loss under a probe model, per dump (`probe_loss`)."""

@@ -1,4 +1,4 @@
-"""The probe stage's contract: every kept document of the dump's token files has a loss, and every
+"""The probe step's contract: every kept document of the dump's token files has a loss, and every
 loss is a finite number."""
 
 from collections.abc import Mapping

@@ -1,6 +1,6 @@
 """`probe_loss`: each kept document's loss under a probe model, one partition per dump.
 
-Per dump, like the stages before it: a dump's losses are computed once and read by every recipe
+Per dump, like the steps before it: a dump's losses are computed once and read by every recipe
 that draws on the dump, and a new dump costs one new partition, not a re-run of the others. Not in
 a dump's signing or deciding runs (group `probe`): the probe is optional and, with a model, the costliest step.
 """

@@ -24,7 +24,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.paths import planted_probe_truth_path, planted_truth_path, source_dump_dir
+from fw_assets.paths import DUMP_NAME_PATTERN, planted_probe_truth_path, planted_truth_path, source_dump_dir
 from fw_assets.synthetic import probe_plants
 
 DEFAULT_DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
@@ -447,7 +446,7 @@ def _urls(rng: np.random.Generator, n: int) -> list[str]:
 
 def _dump_start(dump: str) -> dt.datetime:
     """Start (UTC) of the crawl week named by `CC-MAIN-YYYY-WW`."""
-    match = re.fullmatch(r"CC-MAIN-(\d{4})-(\d{2})", dump)
+    match = DUMP_NAME_PATTERN.fullmatch(dump)
     if match:
         try:
             start = dt.datetime.fromisocalendar(int(match[1]), int(match[2]), 1)

@@ -1,4 +1,4 @@
-"""The tokenizing stage's contract, no Dagster. `tokenized.reconciliation`: per bucket, the token
+"""The tokenizing step's contract, no Dagster. `tokenized.reconciliation`: per bucket, the token
 files hold exactly the ids the dump's dedup decisions keep (no near-duplicate tokenized, no kept
 document lost)."""
 

@@ -147,7 +147,7 @@ def tokenized(
 # more tokens); the scratch of the two buckets in flight (largest first) adds at most the largest
 # bucket's tokens; a document's row in `.docs.parquet` and its `.idx` entries take about 64 bytes.
 TEXT_BYTES_PER_TOKEN = 4
-BYTES_PER_DOCUMENT = 64
+INDEX_BYTES_PER_DOCUMENT = 64
 
 
 def _space_needed(root: Path, dump: str, token_dtype) -> SpaceNeed:
@@ -160,7 +160,7 @@ def _space_needed(root: Path, dump: str, token_dtype) -> SpaceNeed:
     documents = sum(rows for rows, _ in buckets.values())
     per_text_byte = np.dtype(token_dtype).itemsize / TEXT_BYTES_PER_TOKEN
     return SpaceNeed(
-        int((sum(text) + max(text, default=0)) * per_text_byte) + BYTES_PER_DOCUMENT * documents,
+        int((sum(text) + max(text, default=0)) * per_text_byte) + INDEX_BYTES_PER_DOCUMENT * documents,
         f"the dump's text as {np.dtype(token_dtype).name} tokens at about {TEXT_BYTES_PER_TOKEN} bytes of text a "
         "token, plus the largest bucket's while it is written; text of other scripts makes more tokens",
     )

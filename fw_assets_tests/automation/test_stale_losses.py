@@ -1,6 +1,7 @@
 """The `stale_losses` sensor on a real instance, one tick at a time, on the tokenized sample dumps:
 probe losses follow new and re-tokenized dumps when a recipe reweights by the configured probe,
-once per token generation, never beside a run of the dump, and not at all without such a recipe."""
+once per token generation, never beside a run of the dump, and not at all without such a recipe;
+recipes that cannot be read stop none of it."""
 
 import dagster as dg
 import pytest
@@ -12,6 +13,7 @@ from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.bad_recipes import write_bad_recipes
 from fw_assets_tests.support.materialized_mixtures import RECIPE, write_recipe
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources, unfinished_run
 from fw_assets_tests.support.trees import writable_copy
@@ -79,3 +81,11 @@ def test_without_a_recipe_reweighting_by_the_probe_nothing_is_scored(
     recipes(tmp_path / "other", monkeypatch, other)
     result = tick(instance, sample_source, output)
     assert not result.run_requests and "probe tiny (demo)" in result.skip_reason.skip_message
+
+
+def test_recipes_that_cannot_be_read_stop_neither_the_sensor_nor_the_other_recipes(
+    instance, sample_source, output, tmp_path, monkeypatch
+):
+    recipes(tmp_path, monkeypatch, REWEIGHTED)
+    write_bad_recipes(tmp_path / "recipes")
+    assert set(requested(instance, sample_source, output)) == set(SAMPLE_DUMPS)

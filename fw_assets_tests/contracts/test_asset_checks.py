@@ -1,4 +1,4 @@
-"""Every stage's checks as the definitions declare them: blocking unless a warning, one result per dump."""
+"""Every step's checks as the definitions declare them: blocking unless a warning, one result per dump."""
 
 from fw_assets_tests.support.contract_cases import DUMP
 

@@ -320,7 +320,7 @@ def test_a_repeated_dump_warns_on_its_drop_share_and_still_publishes(source, in_
 
 
 def test_a_dump_with_nothing_kept_goes_through_the_chain_as_empty_outputs(tmp_path):
-    """Every row scores below 2.8: nothing is bucketed. That is a result, not an error: each stage
+    """Every row scores below 2.8: nothing is bucketed. That is a result, not an error: each step
     publishes its empty output (0 rows, 0 documents) and the dump reaches `tokenized` and
     `probe_loss`, shown as empty."""
     source, output = tmp_path / "source", tmp_path / "output"

@@ -10,7 +10,7 @@ import yaml
 from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 
-from fw_assets_tests.support.dagster_services import REPO_ROOT
+from bench.dagster_services import REPO_ROOT
 from fw_assets_tests.support.extras import extra_module
 
 CELERY_YAML = REPO_ROOT / "deploy" / "celery" / "dagster.yaml"

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from bench.celery_local import DeployedWebserver, LocalDeployment
+from bench.dagster_services import tag, wait_for
 from fw_assets import settings
 from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.celery_local import DeployedWebserver, LocalDeployment
-from fw_assets_tests.support.dagster_services import tag, wait_for
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump

@@ -125,7 +125,7 @@ def test_the_tokenized_target_is_four_times_ideal_tiktoken_on_prose_and_one_on_m
 
 
 @pytest.mark.e2e
-def test_the_scale_group_runs_every_stage_of_two_dumps_and_a_recipe_through_the_cli(tmp_path):
+def test_the_scale_group_runs_every_step_of_two_dumps_and_a_recipe_through_the_cli(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "bench.run", "--groups", "scale", "--rows", "5000", "--files", "2",
          "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results")],

@@ -1,4 +1,4 @@
-"""The README's first command: the demo runs every stage of every sample dump (the built-in probe's
+"""The README's first command: the demo runs every step of every sample dump (the built-in probe's
 losses included), builds the demo mixture over them (its top source reweighted by those losses:
 the planted gibberish dropped, the legal-register pages repeated), and says where it went."""
 

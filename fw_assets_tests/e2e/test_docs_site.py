@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets_tests.support.dagster_services import REPO_ROOT, HeadlessChromium, find_chromium, wait_for
+from bench.dagster_services import REPO_ROOT, HeadlessChromium, find_chromium, wait_for
 from fw_assets_tests.support.extras import extra_module
 
 pytestmark = pytest.mark.e2e

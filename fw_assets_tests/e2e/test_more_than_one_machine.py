@@ -13,11 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets.resources import Warehouse
-from fw_assets.synthetic import write_sample_dump
-from fw_assets.tokenizing.resources import TokenizerResource
-from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.celery_local import (
+from bench.celery_local import (
     DeployedWebserver,
     LocalDeployment,
     alive,
@@ -27,7 +23,11 @@ from fw_assets_tests.support.celery_local import (
     step_under_way,
     unsettled,
 )
-from fw_assets_tests.support.dagster_services import attribution_problems, chain_asset_keys, chain_checks, tag, wait_for
+from bench.dagster_services import attribution_problems, chain_asset_keys, chain_checks, tag, wait_for
+from fw_assets.resources import Warehouse
+from fw_assets.synthetic import write_sample_dump
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump

@@ -11,8 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.dagster_services import (
+from bench.dagster_services import (
     BIN,
     REPO_ROOT,
     DagsterServices,
@@ -26,6 +25,7 @@ from fw_assets_tests.support.dagster_services import (
     run_partition,
     tag,
 )
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.postgres_server import PostgresServer, find_postgres_binaries
 
 pytestmark = pytest.mark.e2e

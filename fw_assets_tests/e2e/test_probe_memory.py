@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("transformers", reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
 
-from fw_assets_tests.support.tiny_model import WORDS, save_tiny_model  # noqa: E402
+from bench.tiny_model import WORDS, save_tiny_model  # noqa: E402
 
 SCORE_ONE = """
 import json, resource, sys

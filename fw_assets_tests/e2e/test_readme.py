@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets_tests.support.dagster_services import REPO_ROOT
+from bench.dagster_services import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text()
 BIN = Path(sys.executable).parent

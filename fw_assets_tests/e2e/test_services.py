@@ -13,16 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from fw_assets import settings
-from fw_assets.automation.new_dumps import FINGERPRINT_TAG
-from fw_assets.dedup.band_key_index import band_key_index
-from fw_assets.dedup.deduplicated import deduplicated
-from fw_assets.demo import write_instance_yaml
-from fw_assets.partitions import known_dumps
-from fw_assets.paths import bucket_dump_dirs, selection_path
-from fw_assets.sampling_policy import SEED_POLICY
-from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.dagster_services import (
+from bench.dagster_services import (
     REPO_ROOT,
     DagsterServices,
     HeadlessChromium,
@@ -36,6 +27,15 @@ from fw_assets_tests.support.dagster_services import (
     tag,
     wait_for,
 )
+from fw_assets import settings
+from fw_assets.automation.new_dumps import FINGERPRINT_TAG
+from fw_assets.dedup.band_key_index import band_key_index
+from fw_assets.dedup.deduplicated import deduplicated
+from fw_assets.demo import write_instance_yaml
+from fw_assets.partitions import known_dumps
+from fw_assets.paths import bucket_dump_dirs, selection_path
+from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.synthetic import write_sample_dump
 
 pytestmark = pytest.mark.e2e
 

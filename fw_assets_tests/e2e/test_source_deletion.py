@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets import settings
-from fw_assets.demo import write_instance_yaml
-from fw_assets.paths import source_dump_dir
-from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.dagster_services import (
+from bench.dagster_services import (
     BIN,
     DagsterServices,
     chain_asset_keys,
     dagster_cli,
     wait_for,
 )
+from fw_assets import settings
+from fw_assets.demo import write_instance_yaml
+from fw_assets.paths import source_dump_dir
+from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.trees import published_tree, without_probe_losses
 
 pytestmark = pytest.mark.e2e

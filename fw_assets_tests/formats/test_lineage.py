@@ -11,7 +11,7 @@ import pytest
 
 import fw_assets
 from fw_assets.definitions import defs
-from fw_assets.formats.lineage import REFRESHED_BY, publication_stage
+from fw_assets.formats.lineage import REFRESHED_BY, publication_step
 from fw_assets.lib.publish import changed_inputs
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
@@ -24,7 +24,7 @@ from fw_assets_tests.support.materialized_mixtures import BUILD_CONFIG, RECIPE, 
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources
 from fw_assets_tests.support.trees import writable_copy
 
-# Every asset's output reweighted and exported: each stage publishes at least once.
+# Every asset's output reweighted and exported: each step publishes at least once.
 EVERYTHING = {**RECIPE, "export": "packed", "sources": {**RECIPE["sources"], "top": {
     **RECIPE["sources"]["top"], "reweight": {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01}}}}
 # Dagster's upstream assets that are not publications: what the records name for them.
@@ -52,22 +52,22 @@ def records(output) -> list[dict]:
     return [json.loads(path.read_text()) for path in sorted(generation_record_path(output, "x").parent.glob("*.json"))]
 
 
-def upstream_stages(stage: str) -> set[str]:
-    """What Dagster's lineage says the asset publishing `stage` reads, as stages of publications."""
-    asset = REFRESHED_BY[stage].strip("'*")
+def upstream_steps(step: str) -> set[str]:
+    """What Dagster's lineage says the asset publishing `step` reads, as steps of publications."""
+    asset = REFRESHED_BY[step].strip("'*")
     keys = defs.resolve_assets_def(asset).asset_deps[dg.AssetKey(asset)]
     named = {key.to_user_string() for key in keys}
-    stage_of = {a.strip("'*"): s for s, a in REFRESHED_BY.items()}
-    return {NOT_PUBLISHED[n] if n in NOT_PUBLISHED else stage_of[n] for n in named} - {None}
+    step_of = {a.strip("'*"): s for s, a in REFRESHED_BY.items()}
+    return {NOT_PUBLISHED[n] if n in NOT_PUBLISHED else step_of[n] for n in named} - {None}
 
 
 def test_every_assets_record_names_the_publications_it_was_made_from(everything):
     found = records(everything)
-    assert {publication_stage(r["name"]) for r in found} == set(REFRESHED_BY)
+    assert {publication_step(r["name"]) for r in found} == set(REFRESHED_BY)
     for record in found:
-        stage = publication_stage(record["name"])
-        named = {publication_stage(name) for name in record["inputs"]}
-        assert upstream_stages(stage) <= named, f"{record['name']} names {sorted(named)}"
+        step = publication_step(record["name"])
+        named = {publication_step(name) for name in record["inputs"]}
+        assert upstream_steps(step) <= named, f"{record['name']} names {sorted(named)}"
         for name, entry in record["inputs"].items():
             if entry.get("generation"):
                 published = json.loads(generation_record_path(everything, name).read_text())

@@ -64,7 +64,7 @@ def curriculum_cache(tmp_path_factory):
     root = tmp_path_factory.mktemp("curriculum")
     output = curriculum.write_tree(root / "out", {"4.0": 400, "3.5": 1_000, "3.0": 1_500})
     mixture = curriculum.plan(root, output, curriculum.CURRICULUM)
-    write_views(mixture)
+    write_views(mixture.views)
     cache = root / "ours"
     for stage in mixture.stages:
         write_stage_cache(stage, cache)

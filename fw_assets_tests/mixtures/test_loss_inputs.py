@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
+from bench.tiny_model import save_tiny_model
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.probe_losses import scoring_identity
 from fw_assets.lib.markdown import literal
@@ -52,7 +53,6 @@ from fw_assets_tests.support.materialized_mixtures import (
 )
 from fw_assets_tests.support.probe_losses import published_losses, republish_equal_losses
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources, subprocess_env
-from fw_assets_tests.support.tiny_model import save_tiny_model
 from fw_assets_tests.support.trees import published_tree, writable_copy
 
 REWEIGHTED = {**RECIPE, "sources": {**RECIPE["sources"], "top": {

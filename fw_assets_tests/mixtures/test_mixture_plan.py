@@ -27,6 +27,7 @@ from fw_assets.paths import (
     views_dir,
 )
 from fw_assets.settings import MIXTURES_DIR_ENV
+from fw_assets_tests.support.documented_errors import failure_mode_messages, shows
 from fw_assets_tests.support.materialized_mixtures import (
     CURRICULUM_NAME,
     RECIPE,
@@ -168,6 +169,9 @@ def test_a_phase_read_beyond_max_epochs_blocks_the_plan(curriculum_built, sample
     assert {p: p.read_bytes() for p in published} == published  # nothing published changed
 
 
+RUN_FAILURE = "A recipe mistake found while a run plans it"  # its case in docs/failure-modes.md
+
+
 def _unknown_bucket(folder):
     recipe = copy.deepcopy(RECIPE)
     recipe["sources"]["top"]["buckets"] = ["4.7"]
@@ -182,7 +186,10 @@ def test_a_recipe_mistake_fails_the_run_with_the_recipes_own_message_first(demo_
     monkeypatch.setenv(MIXTURES_DIR_ENV, str(path.parent))
     result = build(sample_source, output, [mixture_plan])
     (failure,) = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_failure_data.user_failure_data.description.startswith(message)
+    description = failure.step_failure_data.user_failure_data.description
+    assert description.startswith(message)
+    (documented,) = failure_mode_messages()[RUN_FAILURE]  # what docs/failure-modes.md shows
+    assert shows(documented, description), description
     assert failure.step_failure_data.error.cause is None  # no second trace of the RecipeError below it
 
 

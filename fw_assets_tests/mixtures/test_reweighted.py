@@ -43,7 +43,7 @@ def _plan(root, recipe, read_losses, name="reweighted"):
     path = root / f"{name}.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     mixture = plan_mixture(load_recipe(path), root / "out", DUMPS, read_losses)
-    write_views(mixture)
+    write_views(mixture.views)
     return mixture
 
 
@@ -142,7 +142,7 @@ def test_with_fresh_documents_reweighting_applies_within_each_stages_fresh_subse
     path = tmp_path / "curriculum.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     mixture = plan_mixture(load_recipe(path), output, curriculum.DUMPS, read)
-    write_views(mixture)
+    write_views(mixture.views)
     (weighting,) = mixture.reweighted
     repetitions = dict(zip(_ids(weighting), weighting.weighting.repetitions.tolist()))
     seen: set = set()

@@ -35,7 +35,7 @@ from fw_assets_tests.support.token_trees import document_lengths, write_token_fi
 
 def test_views_are_fresh_and_one_epoch_long(tmp_path, plenty):
     mixture = plan(tmp_path, plenty)
-    written = write_views(mixture)
+    written = write_views(mixture.views)
     assert all(p.exists() for p in written)
     trained: dict[tuple[str, str], set[str]] = {}
     evaluated: dict[tuple[str, str], set[str]] = {}
@@ -68,7 +68,7 @@ def test_views_staged_elsewhere_link_from_their_place(tmp_path, plenty):
     """Written into a staging folder and moved into place (publish by rename), views read the same."""
     mixture = plan(tmp_path, plenty)
     staging = plenty / ".staging" / "views-test"
-    write_views(mixture, staging)
+    write_views(mixture.views, staging)
     final = views_dir(plenty, "curriculum")
     shutil.rmtree(final, ignore_errors=True)
     staging.rename(final)
@@ -83,16 +83,17 @@ def test_views_written_a_few_documents_at_a_time_are_the_same_bytes(tmp_path, pl
     """A view's index and ids are written in chunks (a view of a real dump lists millions): chunk
     edges anywhere, even inside one row group of ids, leave every file the same bytes."""
     mixture = plan(tmp_path, plenty)
-    whole = {p.relative_to(tmp_path / "whole"): p.read_bytes() for p in write_views(mixture, tmp_path / "whole")}
+    whole = {p.relative_to(tmp_path / "whole"): p.read_bytes() for p in write_views(mixture.views, tmp_path / "whole")}
     monkeypatch.setattr(views, "_IDS_CHUNK", 7)
     monkeypatch.setattr(indexed_dataset, "_INDEX_WRITE_CHUNK", 5)
-    chunked = {p.relative_to(tmp_path / "chunked"): p.read_bytes() for p in write_views(mixture, tmp_path / "chunked")}
+    chunked = {p.relative_to(tmp_path / "chunked"): p.read_bytes()
+               for p in write_views(mixture.views, tmp_path / "chunked")}
     assert chunked.keys() == whole.keys() and all(chunked[name] == whole[name] for name in whole)
 
 
 def test_min_doc_tokens_keeps_long_documents(tmp_path, plenty):
     mixture = plan(tmp_path, plenty)
-    write_views(mixture)
+    write_views(mixture.views)
     long = [s for s in mixture.views if s.stage == "long"]
     assert long
     for selection in long:
@@ -105,7 +106,7 @@ def test_scarce_documents_are_reused_evenly(tmp_path, scarce):
     recipe = copy.deepcopy(CURRICULUM)
     del recipe["phases"][2]["min_doc_tokens"]
     mixture = plan(tmp_path, scarce, recipe)
-    write_views(mixture)
+    write_views(mixture.views)
     for dump in DUMPS:
         selections = [s for s in mixture.views if s.file.bucket == "4.0" and s.file.dump == dump]
         lengths = IndexedDatasetReader(Path(selections[0].file.path)).sequence_lengths
@@ -135,7 +136,7 @@ def test_views_keep_the_tokens_they_were_planned_on_after_a_retokenize(tmp_path)
     plan read (as `tokenized` publishes): every view document still reads the planned tokens."""
     root = write_tree(tmp_path / "out", {"4.0": 600, "3.5": 600, "3.0": 600})
     mixture = plan(tmp_path, root)
-    write_views(mixture)
+    write_views(mixture.views)
     planned = {}
     for selection in mixture.views:
         reader = IndexedDatasetReader(Path(selection.file.path))

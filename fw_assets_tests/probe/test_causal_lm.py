@@ -10,10 +10,10 @@ pytest.importorskip("transformers", reason="the model probe needs the `probe` ex
 
 import torch  # noqa: E402
 
+from bench.tiny_model import WORDS, save_tiny_model  # noqa: E402
 from fw_assets.probe.causal_lm import CausalLM, NotAModel  # noqa: E402
 from fw_assets.probe.probes import ProbeSpec  # noqa: E402
 from fw_assets.probe.resources import ProbeResource  # noqa: E402
-from fw_assets_tests.support.tiny_model import WORDS, save_tiny_model  # noqa: E402
 
 TEXTS = [" ".join(WORDS[(i * 7) % 11 :][: 3 + i % 9]) + (" zebra" if i % 4 == 0 else "") for i in range(23)]
 

@@ -161,7 +161,7 @@ def test_probe_loss_without_token_files_is_refused_naming_the_dump(sample_source
 
 def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sample_source, tokenized_sample, tmp_path):
     pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
-    from fw_assets_tests.support.tiny_model import save_tiny_model
+    from bench.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
@@ -181,7 +181,7 @@ def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sampl
 
 def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_source, tokenized_sample, tmp_path):
     pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
-    from fw_assets_tests.support.tiny_model import save_tiny_model
+    from bench.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
@@ -213,7 +213,7 @@ def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published
     import torch
     from transformers import AutoModelForCausalLM
 
-    from fw_assets_tests.support.tiny_model import save_tiny_model
+    from bench.tiny_model import save_tiny_model
 
     model_dir = save_tiny_model(tmp_path / "broken")
     model = AutoModelForCausalLM.from_pretrained(model_dir)

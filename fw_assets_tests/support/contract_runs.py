@@ -69,7 +69,7 @@ def assert_refused(
     ws: Workspace, run: Run, asset: str, check: str, *phrases: str, published=lambda tree: tree
 ) -> None:
     """The run failed at `asset` with a message naming the dump and `phrases`; the failed check
-    carries the same; the stages after it did not run; the `published` part of the published files
+    carries the same; the steps after it did not run; the `published` part of the published files
     (all of them unless told) is untouched."""
     assert not run.result.success
     message = run.failure(asset)
@@ -107,7 +107,7 @@ def rows_where(path: Path, kept: bool) -> list[int]:
 
 
 def assert_accepted(run: Run) -> None:
-    """Every stage was recorded and all eleven blocking checks passed (the bucketing contracts' ten
+    """Every step was recorded and all eleven blocking checks passed (the bucketing contracts' ten
     and deduplicated.reconciliation)."""
     assert run.result.success
     assert all(run.materialized(asset) for asset in ("raw", "sampled", "bucketed"))

@@ -78,7 +78,7 @@ def write_case(root: Path, case) -> tuple:
     path = root / "case.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     mixture = plan_mixture(load_recipe(path), output, DUMPS, synthetic_losses(output, case.documents))
-    write_views(mixture)
+    write_views(mixture.views)
     stage = mixture.stages[0]
     ours = root / "ours"
     write_stage_cache(stage, ours)

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fw_assets_tests.support.dagster_services import free_port
+from bench.dagster_services import free_port
 
 SERVER_USER = "postgres"  # the system user Debian's package creates; only used when we are root
 DEBIAN_BINARIES = Path("/usr/lib/postgresql")

@@ -195,8 +195,9 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
 
 
 def test_bad_arguments_are_rejected(tmp_path):
-    with pytest.raises(ValueError, match="CC-MAIN-YYYY-WW"):
-        write_sample_dump(tmp_path, "2013-20", rows=10)
+    for name in ("2013-20", "CC-MAIN-٢٠١٣-٢٠", "CC-MAIN-2013-20\n"):  # other digits, a trailing newline
+        with pytest.raises(ValueError, match="CC-MAIN-YYYY-WW"):
+            write_sample_dump(tmp_path, name, rows=10)
     with pytest.raises(ValueError, match="files"):
         write_sample_dump(tmp_path, DUMPS[0], rows=10, files=0)
     assert not (tmp_path / "data").exists()

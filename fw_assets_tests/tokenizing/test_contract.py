@@ -69,8 +69,8 @@ def test_each_rule_of_the_token_reconciliation_fails_a_tampered_sidecar(
 # --- tokenized refuses decisions of another bucketed generation ---------------------------------
 
 
-def generation(output: Path, stage: str, dump: str) -> str:
-    return json.loads(generation_record_path(output, publication_name(stage, dump)).read_text())["generation"]
+def generation(output: Path, step: str, dump: str) -> str:
+    return json.loads(generation_record_path(output, publication_name(step, dump)).read_text())["generation"]
 
 
 def test_tokenized_refuses_decisions_older_than_the_published_bucketed(

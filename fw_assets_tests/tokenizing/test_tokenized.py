@@ -448,7 +448,7 @@ def test_tokenized_runs_with_the_dumps_decisions_in_one_run_per_dump():
 
 
 def upstream_tree(output: Path) -> dict[str, str]:
-    """Published files and records of every stage before tokenized."""
+    """Published files and records of every step before tokenized."""
     return {p: d for p, d in published_tree(output).items() if "tokenized" not in p}
 
 

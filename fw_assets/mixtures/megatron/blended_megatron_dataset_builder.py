@@ -20,7 +20,6 @@ import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,11 +29,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_ma
 from fw_assets.mixtures.megatron.gpt_dataset import GPT_FILES, build_gpt_indexes, gpt_description
 from fw_assets.mixtures.megatron.megatron_dataset import cache_file_stem, description_text
 from fw_assets.mixtures.megatron.utils import SPLITS, normalize
-
-# fw_assets.mixtures.plan imports this module (not the other way round at run time: the import
-# graph has no cycles); StagePlan names a type only, and annotations are not evaluated.
-if TYPE_CHECKING:
-    from fw_assets.mixtures.plan import StagePlan
+from fw_assets.mixtures.stage_plan import StagePlan
 
 # `mid_level_dataset_surplus`: each member dataset is built this much larger than the blend needs
 DATASET_SURPLUS = 0.005

@@ -1,6 +1,6 @@
 """deploy/celery/local.sh driven as a user drives it (up, status, down), what can go wrong with one
 of its hosts (a worker's process group killed, Redis restarted), and the GraphQL API of the
-webserver it started."""
+webserver it started: for the end-to-end tests and bench/celery_backfill.py."""
 
 import os
 import signal
@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.dagster_services import REPO_ROOT, DagsterServices, descendants, tag, wait_for
 from fw_assets.dedup.deduplicated import deduplicated
-from fw_assets_tests.support.dagster_services import REPO_ROOT, DagsterServices, descendants, tag, wait_for
 
 LOCAL_SH = REPO_ROOT / "deploy" / "celery" / "local.sh"
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")

@@ -1,5 +1,6 @@
-"""Real Dagster services for end-to-end tests: a webserver and a daemon, their GraphQL API, and a
-headless Chromium to look at the UI. Everything started here is stopped by `stop()`/`close()`."""
+"""Real Dagster services for the end-to-end tests and the benchmarks: a webserver and a daemon,
+their GraphQL API, and a headless Chromium to look at the UI. Everything started here is stopped by
+`stop()`/`close()`. In bench/ because the tests may import bench/, never the other way round."""
 
 import base64
 import json
@@ -26,7 +27,7 @@ from fw_assets.definitions import defs
 from fw_assets.jobs import signing_job
 from fw_assets.partitions import KEPT_GROUP, SIGNING_GROUP
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 STOP_GRACE_SECONDS = 30
 RUN_TIMEOUT = 240  # seconds; a run of a small sample dump takes well under a minute here

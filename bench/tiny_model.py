@@ -1,4 +1,5 @@
-"""A tiny GPT-2-style causal LM and word-level tokenizer, built and saved locally (no hub)."""
+"""A tiny GPT-2-style causal LM and word-level tokenizer, built and saved locally (no hub): the probe
+benchmark's model and the probe tests'."""
 
 from pathlib import Path
 
