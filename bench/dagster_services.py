@@ -22,7 +22,6 @@ import requests
 import yaml
 from websockets.sync.client import connect
 
-from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.definitions import defs
 from fw_assets.jobs import signing_job
 from fw_assets.partitions import KEPT_GROUP, SIGNING_GROUP
@@ -30,6 +29,9 @@ from fw_assets.partitions import KEPT_GROUP, SIGNING_GROUP
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 STOP_GRACE_SECONDS = 30
+# What the CLI selects to run one dump's whole chain in one process.
+DUMP_CLI_SELECTION = f"group:{SIGNING_GROUP},group:{KEPT_GROUP}"
+DECISIONS_SENSOR = "decide_in_crawl_order"
 RUN_TIMEOUT = 240  # seconds; a run of a small sample dump takes well under a minute here
 
 RUN_FIELDS = """runId jobName status tags { key value } stepStats { stepKey status }
@@ -336,13 +338,15 @@ def signing_asset_keys() -> list[dg.AssetKey]:
     return sorted(signing_job.selection.resolve(defs.resolve_asset_graph()))
 
 
-def chain_steps() -> set[str]:
-    return {key.to_python_identifier() for key in chain_asset_keys()}
+def kept_asset_keys() -> list[dg.AssetKey]:
+    """The assets of a dump's decision run (group `fineweb_edu_kept`), which automation starts."""
+    return sorted(dg.AssetSelection.groups(KEPT_GROUP).resolve(defs.resolve_asset_graph()))
 
 
-def chain_checks() -> list[dg.AssetCheckKey]:
+def chain_checks(keys: list[dg.AssetKey] | None = None) -> list[dg.AssetCheckKey]:
+    """The asset checks of `keys` (default: the whole chain)."""
     graph = defs.resolve_asset_graph()
-    keys = set(chain_asset_keys())
+    keys = set(keys or chain_asset_keys())
     return sorted((c for c in graph.asset_check_keys if c.asset_key in keys), key=lambda key: key.to_user_string())
 
 
@@ -366,17 +370,18 @@ def run_partition(run: dict) -> str | None:
     return tag(run, "dagster/partition") or (start if start == end else None)
 
 
-def assert_whole_chain_succeeded(run: dict) -> None:
-    """Every step of the job ran and succeeded in this one run, and every asset check passed in it."""
+def assert_steps_succeeded(run: dict, keys: list[dg.AssetKey]) -> None:
+    """The steps of `keys` (a dump's signing, or its decisions) ran and succeeded in this one run,
+    and each of their asset checks passed in it."""
     steps = {stat["stepKey"]: stat["status"] for stat in run["stepStats"]}
-    assert steps == {step: "SUCCESS" for step in chain_steps()}, f"run {run['runId']}: {steps}"
+    assert steps == {key.to_python_identifier(): "SUCCESS" for key in keys}, f"run {run['runId']}: {steps}"
     checks = {
         dg.AssetCheckKey(dg.AssetKey(e["evaluation"]["assetKey"]["path"]), e["evaluation"]["checkName"])
         .to_user_string(): e["evaluation"]["success"]
         for e in run["eventConnection"]["events"]
         if e["__typename"] == "AssetCheckEvaluationEvent"
     }
-    assert checks == {check.to_user_string(): True for check in chain_checks()}, f"run {run['runId']}: {checks}"
+    assert checks == {check.to_user_string(): True for check in chain_checks(keys)}, f"run {run['runId']}: {checks}"
 
 
 def assert_every_asset_materialized(services: DagsterServices, dumps: list[str]) -> None:
@@ -391,28 +396,26 @@ def assert_every_asset_materialized(services: DagsterServices, dumps: list[str])
     assert not problems, "partitions not materialized:\n" + "\n".join(problems)
 
 
+def decided_after(services: DagsterServices, since: float) -> dict | None:
+    """The decisions' automation's latest evaluation, once it came after `since` and no run is
+    left: nothing more will be requested for what happened before `since`."""
+    tick = services.latest_tick(DECISIONS_SENSOR)
+    return tick if tick and tick["timestamp"] > since and services.idle() else None
+
+
 def backfill_again_then_cli(services: DagsterServices, dumps: list[str], env: dict[str, str], cwd: Path) -> list[dict]:
-    """With `stale_dedup` running: the first two of `dumps` (crawl order) backfilled again from the
-    same files, then the third materialized from the CLI. Returns every
-    run launched from then until `stale_dedup` has ticked after the CLI's run and no run is left
-    (it starts once no run is left and the UI shows every dump's decisions current)."""
-
-    def settled() -> bool:
-        return services.idle() and all(services.stale_status(deduplicated.key, d)[0] == "FRESH" for d in dumps)
-
-    wait_for("every decision to be current", settled, 300, every=3, logs=services.logs)
+    """The first two of `dumps` (crawl order) backfilled again from the same files, then the third
+    materialized from the CLI, the decisions' automation on throughout. Returns every run launched
+    from then until the automation has evaluated after the CLI's run and no run is left."""
+    wait_for("every run to end", lambda: decided_after(services, 0), 300, every=3, logs=services.logs)
     earlier = {run["runId"] for run in services.runs({})}
-    backfill_id = services.launch_backfill(chain_asset_keys(), dumps[:2])
+    backfill_id = services.launch_backfill(signing_asset_keys(), dumps[:2])
     services.wait_for_runs("the repeated backfill's runs", {"dagster/backfill": backfill_id}, 2)
-    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+    dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", DUMP_CLI_SELECTION,
                 "--partition", dumps[2], env=env, cwd=cwd)
     cli_finished = time.time()
-
-    def ticked_since() -> dict | None:
-        tick = services.latest_tick("stale_dedup")
-        return tick if tick and tick["timestamp"] > cli_finished and services.idle() else None
-
-    wait_for("stale_dedup to tick after the CLI's run", ticked_since, 240, every=3, logs=services.logs)
+    wait_for("the decisions' automation to evaluate after the CLI's run", lambda: decided_after(services, cli_finished),
+             240, every=3, logs=services.logs)
     return [run for run in services.runs({}) if run["runId"] not in earlier]
 
 

@@ -7,11 +7,12 @@ Sample dumps go to `data/sample/fineweb-edu` (FW_SOURCE_DIR), outputs to `data/s
 demo's own beside its output folder (`data/sample/fineweb.dagster/`, the repo's dagster.yaml with
 its folders there): one instance belongs to one output folder, so the history of the operating
 shell's instance (`DAGSTER_HOME`) stays that of the real outputs. The dumps plant near-gibberish
-and legal-register pages in the top bucket (PROBE_PLANT_SHARE). Each dump is one `dagster asset materialize --select
-group:fineweb_edu,probe_loss --partition <dump>` process started from the repo root (the chain,
-then the built-in probe's losses); then the shipped mixture recipes `demo` (its top source
-reweighted by those losses) and `curriculum` are built over them (`--select 'mixture_plan*'
---partition <recipe>`) and their plans printed, with what the reweighting did to the plants.
+and legal-register pages in the top bucket (PROBE_PLANT_SHARE). Each dump, in crawl order, is one
+`dagster asset materialize --select group:fineweb_edu,group:fineweb_edu_kept,probe_loss --partition
+<dump>` process started from the repo root (the chain, then the built-in probe's losses); then
+the shipped mixture recipes `demo` (its top source reweighted by those losses) and `curriculum` are
+built over them (`--select 'mixture_plan*' --partition <recipe>`) and their plans printed, with what
+the reweighting did to the plants.
 """
 
 import argparse
@@ -35,6 +36,7 @@ from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import split_d
 from fw_assets.mixtures.megatron.blended_megatron_dataset_config import split_matrix
 from fw_assets.mixtures.published import planned_stages, read_plan
 from fw_assets.mixtures.report import megatron_args_text, source_table, stage_table
+from fw_assets.partitions import KEPT_GROUP, SIGNING_GROUP
 from fw_assets.paths import (
     bucket_dump_dir,
     dedup_path,
@@ -228,8 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     write_instance_yaml(home)
     log_dir = home / "demo-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    for dump in args.dumps:
-        materialize("group:fineweb_edu,probe_loss", dump, env, log_dir)
+    for dump in sorted(args.dumps):  # crawl order: each dump is decided against the earlier ones
+        materialize(f"group:{SIGNING_GROUP},group:{KEPT_GROUP},probe_loss", dump, env, log_dir)
     materialize("mixture_plan*", DEMO_RECIPE, env, log_dir)
     materialize("mixture_plan*", CURRICULUM_RECIPE, env, log_dir)
 

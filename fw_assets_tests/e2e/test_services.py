@@ -1,12 +1,14 @@
 """End to end with the real services: dagster-webserver and dagster-daemon on 127.0.0.1 over
-workspace.yaml and the repo's dagster.yaml, a generated dump dropped into the source folder, a UI
-backfill through GraphQL, a dump materialized from the CLI, and a headless Chromium looking at the
-UI. Every dump's check results must show on that dump's own materialization. The CLI's dump is
-earlier than the backfilled ones (downloaded late): the UI shows their decisions stale until the
-`stale_dedup` sensor re-runs them."""
+workspace.yaml and the repo's dagster.yaml, a generated dump dropped into the source folder, a
+backfill launched by `python -m fw_assets.backfill` (the UI's GraphQL), a dump materialized from the
+CLI, and a headless Chromium looking at the UI. Each dump takes a signing run, then a decision run
+that Dagster's declarative automation starts. Every dump's check results must show on that dump's
+own materialization. The CLI's dump is earlier than the backfilled ones (downloaded late): the UI
+shows their decisions stale until the automation decides them again, once."""
 
 import ast
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,16 +16,21 @@ import dagster as dg
 import pytest
 
 from bench.dagster_services import (
+    BIN,
+    DECISIONS_SENSOR,
+    DUMP_CLI_SELECTION,
     REPO_ROOT,
     DagsterServices,
     HeadlessChromium,
     assert_check_results_belong_to_their_dumps,
     assert_every_asset_materialized,
-    assert_whole_chain_succeeded,
+    assert_steps_succeeded,
     backfill_again_then_cli,
     chain_asset_keys,
     dagster_cli,
     find_chromium,
+    kept_asset_keys,
+    signing_asset_keys,
     tag,
     wait_for,
 )
@@ -62,6 +69,7 @@ def deployment_env(world: dict[str, Path]) -> dict[str, str]:
         "FW_SOURCE_DIR": str(world["source"]),
         "FW_OUTPUT_DIR": str(world["output"]),
         settings.SENSOR_INTERVAL_ENV: "5",
+        settings.AUTOMATION_INTERVAL_ENV: "3",
     }
 
 
@@ -81,25 +89,47 @@ def assert_published(output: Path, dump: str) -> None:
         assert list(folder.glob("*.parquet")), f"{dump}: nothing published for bucket {bucket} in {folder}"
 
 
+def decision_runs(services: DagsterServices, dump: str | None = None) -> list[dict]:
+    tags = {"dagster/sensor_name": DECISIONS_SENSOR, **({"dagster/partition": dump} if dump else {})}
+    return services.runs(tags)
+
+
+@dataclass(frozen=True)
+class DumpRuns:
+    signing: dict
+    decisions: dict
+
+
 @pytest.fixture(scope="module")
-def sensor_run(services, world) -> dict:
-    """A dump dropped into the running deployment's source folder, processed by the sensor."""
+def sensor_run(services, world) -> DumpRuns:
+    """A dump dropped into the running deployment's source folder: signed by the sensor's run,
+    decided and tokenized by the run the automation starts after it."""
     write_sample_dump(world["source"], SENSOR_DUMP, rows=ROWS, files=2)
     tags = {"dagster/sensor_name": "new_dumps", "dagster/partition": SENSOR_DUMP}
-    [run] = services.wait_for_runs("the sensor's run", tags, 1)
-    return run
+    [signing] = services.wait_for_runs("the sensor's run", tags, 1)
+    [decisions] = services.wait_for_runs(
+        "the decisions' run", {"dagster/sensor_name": DECISIONS_SENSOR, "dagster/partition": SENSOR_DUMP}, 1
+    )
+    return DumpRuns(signing, decisions)
 
 
 @pytest.fixture(scope="module")
-def backfill_runs(services, world, sensor_run) -> tuple[str, list[dict]]:
-    """With the sensor turned off (as in the UI), two more dumps backfilled through GraphQL."""
+def backfill_runs(services, world, sensor_run) -> tuple[str, list[dict], list[dict]]:
+    """With the sensor turned off (as in the UI), two more dumps backfilled by one CLI command:
+    (the backfill's id, its signing runs, the decision runs that followed)."""
     services.stop_sensor("new_dumps")
     for dump in BACKFILL_DUMPS:
         write_sample_dump(world["source"], dump, rows=ROWS, files=1)
-    backfill_id = services.launch_backfill(chain_asset_keys(), list(BACKFILL_DUMPS))
-    return backfill_id, services.wait_for_runs(
-        "the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS)
-    )
+    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    launched = subprocess.run([str(BIN / "python"), "-m", "fw_assets.backfill", *BACKFILL_DUMPS, "--url", services.url],
+                              env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert launched.returncode == 0, launched.stderr
+    backfill_id = launched.stdout.split()[1].rstrip(":")
+    assert f"{services.url}/runs/b/{backfill_id}" in launched.stdout
+    signing = services.wait_for_runs("the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS))
+    decisions = [run for dump in BACKFILL_DUMPS for run in services.wait_for_runs(
+        f"the decisions of {dump}", {"dagster/sensor_name": DECISIONS_SENSOR, "dagster/partition": dump}, 1)]
+    return backfill_id, signing, decisions
 
 
 def test_the_deployment_runs_on_the_repos_instance_config(services):
@@ -107,10 +137,11 @@ def test_the_deployment_runs_on_the_repos_instance_config(services):
     assert services.sensor_state("new_dumps")["status"] in ("RUNNING", "STOPPED")  # the sensor is loaded
 
 
-def test_a_dump_dropped_into_the_source_folder_is_processed_by_the_sensor(services, world, sensor_run):
-    assert_whole_chain_succeeded(sensor_run)
-    fingerprint = tag(sensor_run, FINGERPRINT_TAG)
-    assert fingerprint and fingerprint in tag(sensor_run, "dagster/run_key")
+def test_a_dump_dropped_into_the_source_folder_is_signed_by_the_sensor_then_decided(services, world, sensor_run):
+    assert_steps_succeeded(sensor_run.signing, signing_asset_keys())
+    assert_steps_succeeded(sensor_run.decisions, kept_asset_keys())
+    fingerprint = tag(sensor_run.signing, FINGERPRINT_TAG)
+    assert fingerprint and fingerprint in tag(sensor_run.signing, "dagster/run_key")
     assert_published(world["output"], SENSOR_DUMP)
     for key in chain_asset_keys():
         assert SENSOR_DUMP in materialized_partitions(services, key), key.to_user_string()
@@ -121,12 +152,12 @@ def test_a_dump_dropped_into_the_source_folder_is_processed_by_the_sensor(servic
 @dataclass(frozen=True)
 class LateDump:
     """The CLI's run of a dump earlier than the backfilled ones, and what the UI said of each
-    dump's decisions just before and just after it (with `stale_dedup` switched off meanwhile)."""
+    dump's decisions just before and just after it (with the decisions' automation paused meanwhile)."""
 
     run: dict
     before: dict[str, tuple[str, list[str]]]
     after: dict[str, tuple[str, list[str]]]
-    earlier_reruns: set[str]  # ids of the runs `stale_dedup` had launched before
+    earlier_reruns: set[str]  # ids of the decision runs launched before
 
 
 def decisions_staleness(services: DagsterServices, dumps) -> dict[str, tuple[str, list[str]]]:
@@ -141,40 +172,43 @@ def all_current(services: DagsterServices, dumps) -> dict | None:
     return staleness if all(status == "FRESH" for status, _ in staleness.values()) else None
 
 
-def stale_dedup_runs(services: DagsterServices) -> list[dict]:
-    return services.runs({"dagster/sensor_name": "stale_dedup"})
-
-
 @pytest.fixture(scope="module")
 def cli_run(services, world, backfill_runs) -> LateDump:
-    """A third dump materialized from the CLI (`dagster asset materialize`) beside the running
-    services, after the decisions of the dumps before it settled (a backfilled dump decided before
-    the other was signed is re-run by `stale_dedup` first)."""
+    """A third dump materialized from the CLI (`dagster asset materialize`, its whole chain) beside
+    the running services, after the decisions of the dumps before it settled, with the decisions'
+    automation paused meanwhile to see what the UI says of them."""
     decided = [SENSOR_DUMP, *BACKFILL_DUMPS]
     before = wait_for("every decision to be current", lambda: all_current(services, decided), 180,
                       every=3, logs=services.logs)
-    services.stop_sensor("stale_dedup")
-    try:  # the sensor back on whatever happens, or later tests wait for re-runs that never come
-        earlier_reruns = {run["runId"] for run in stale_dedup_runs(services)}
+    services.stop_sensor(DECISIONS_SENSOR)
+    try:  # the sensor back on whatever happens, or later tests wait for decisions that never come
+        earlier_reruns = {run["runId"] for run in decision_runs(services)}
         write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=1)
         env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
-        dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+        dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", DUMP_CLI_SELECTION,
                     "--partition", CLI_DUMP, env=env, cwd=world["home"])
         after = decisions_staleness(services, [*decided, CLI_DUMP])
     finally:
-        services.start_sensor("stale_dedup")
+        services.start_sensor(DECISIONS_SENSOR)
     [run] = services.runs({"dagster/partition": CLI_DUMP})
     return LateDump(run, before, after, earlier_reruns)
 
 
-def test_a_backfill_of_two_dumps_is_two_runs_each_holding_the_whole_chain(services, world, backfill_runs):
-    backfill_id, finished = backfill_runs
+def test_a_backfill_of_two_dumps_from_the_cli_signs_each_in_a_run_then_decides_each_once(
+    services, world, backfill_runs
+):
+    backfill_id, signing, decisions = backfill_runs
     assert len(services.runs({"dagster/backfill": backfill_id})) == len(BACKFILL_DUMPS)
     # Dagster's default backfill policy: each run is one dump, tagged as a partition (not a range)
-    assert sorted(tag(run, "dagster/partition") for run in finished) == sorted(BACKFILL_DUMPS)
-    assert not any(tag(run, "dagster/asset_partition_range_start") for run in finished)
-    for run in finished:
-        assert_whole_chain_succeeded(run)
+    assert sorted(tag(run, "dagster/partition") for run in signing) == sorted(BACKFILL_DUMPS)
+    assert not any(tag(run, "dagster/asset_partition_range_start") for run in signing)
+    for run in signing:
+        assert_steps_succeeded(run, signing_asset_keys())
+    for run in decisions:
+        assert_steps_succeeded(run, kept_asset_keys())
+    assert sorted(tag(run, "dagster/partition") for run in decision_runs(services)) == sorted(
+        [SENSOR_DUMP, *BACKFILL_DUMPS]
+    )
     for dump in BACKFILL_DUMPS:
         assert_published(world["output"], dump)
 
@@ -190,7 +224,7 @@ def test_each_dump_of_the_sensor_and_the_backfill_has_its_checks_on_its_own_mate
 def test_a_dump_materialized_from_the_cli_has_its_checks_on_its_own_materialization(
     services, world, cli_run, cli_reruns
 ):
-    assert_whole_chain_succeeded(cli_run.run)
+    assert_steps_succeeded(cli_run.run, chain_asset_keys())
     assert_published(world["output"], CLI_DUMP)
     dumps = [SENSOR_DUMP, *BACKFILL_DUMPS, CLI_DUMP]
     assert_every_asset_materialized(services, dumps)
@@ -208,8 +242,8 @@ def test_the_lineage_shows_each_dumps_decisions_reading_the_band_keys_of_every_e
     assert set(deps) == {dg.AssetKey("minhash"), band_key_index.key}
     assert deps[dg.AssetKey("minhash")]["partitionMapping"] is None  # its own dump's
     index = deps[band_key_index.key]
-    # observed, not materialized, and outside the per-dump group: no backfill of a dump selects it
-    assert not index["asset"]["isMaterializable"] and index["asset"]["groupName"] != "fineweb_edu"
+    # materialized last in each dump's signing run, so Dagster waits for it
+    assert index["asset"]["isMaterializable"] and index["asset"]["groupName"] == "fineweb_edu"
     assert [d["asset"]["assetKey"]["path"] for d in index["asset"]["dependencies"]] == [["minhash"]]
     assert index["partitionMapping"]["className"] == "StaticPartitionMapping"
     mapping = ast.literal_eval(index["partitionMapping"]["description"].split("\n", 1)[1])
@@ -220,16 +254,16 @@ def test_the_lineage_shows_each_dumps_decisions_reading_the_band_keys_of_every_e
 
 @pytest.fixture(scope="module")
 def cli_reruns(services, cli_run) -> list[dict]:
-    """The runs `stale_dedup` launches once the CLI's earlier dump makes the later dumps' decisions
-    stale, each ended, and every dump's decisions current again."""
+    """The decision runs the automation launches once the CLI's earlier dump makes the later dumps'
+    decisions stale, each ended, and every dump's decisions current again."""
     def reruns() -> list[dict] | None:
-        runs = [r for r in stale_dedup_runs(services) if r["runId"] not in cli_run.earlier_reruns]
+        runs = [r for r in decision_runs(services) if r["runId"] not in cli_run.earlier_reruns]
         return runs if runs and all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]) else None
 
-    return wait_for("stale_dedup to re-run the later dumps", reruns, 240, every=3, logs=services.logs)
+    return wait_for("the automation to decide the later dumps again", reruns, 240, every=3, logs=services.logs)
 
 
-def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_stale_dedup_reruns_them(
+def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_decided_again_once(
     services, cli_run, cli_reruns
 ):
     assert {dump: status for dump, (status, _) in cli_run.before.items()} == dict.fromkeys(
@@ -259,8 +293,8 @@ def chromium():
         browser.close()
 
 
-def test_the_ui_shows_the_chain_and_the_materialized_dumps(services, cli_run, cli_reruns, chromium):
-    assets = [key.to_user_string() for key in chain_asset_keys()]
+def test_the_ui_shows_the_signing_group_and_the_materialized_dumps(services, cli_run, cli_reruns, chromium):
+    assets = [key.to_user_string() for key in signing_asset_keys()]
     chromium.open(f"{services.url}/locations/fw_assets/asset-groups/fineweb_edu")
     try:
         graph = chromium.wait_for_text(
@@ -305,7 +339,7 @@ def test_a_checks_page_shows_one_dumps_result_on_that_dumps_materialization(serv
 @dataclass(frozen=True)
 class RepeatedDumps:
     """The first two dumps backfilled again (same files: the same band keys), then the third
-    materialized from the CLI, with `stale_dedup` running throughout."""
+    materialized from the CLI, with the decisions' automation on throughout."""
 
     runs: list[dict]  # every run launched meanwhile
     settled: dict[str, tuple[str, list[str]]]  # what the UI then says of each dump's decisions
@@ -320,16 +354,12 @@ def repeated(services, world, cli_run) -> RepeatedDumps:
 
 
 def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
-    # the backfill's two runs and the CLI's, one each: stale_dedup re-ran nothing (the shipped `demo`
-    # recipe reweights by the built-in probe: `stale_losses` scores the dumps tokenized again)
+    # the backfill's two runs and the CLI's, one each: no decision run (the shipped `demo` recipe
+    # reweights by the built-in probe: `stale_losses` scores the dumps tokenized again)
     chains = [r for r in repeated.runs if tag(r, "dagster/sensor_name") != "stale_losses"]
     assert sorted(tag(r, "dagster/partition") for r in chains) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
     assert not [r for r in chains if tag(r, "dagster/sensor_name")]
     assert repeated.settled == dict.fromkeys(repeated.settled, ("FRESH", []))  # what the UI shows
-    env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
-    preview = dagster_cli("sensor", "preview", "stale_dedup", "-m", "fw_assets.definitions",
-                          env=env, cwd=world["home"])
-    assert "Every dump was decided against its earlier dumps' latest band keys" in preview, preview
 
 
 def test_after_the_repeated_runs_every_check_is_on_its_dumps_latest_materialization(services, repeated):
