@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bench.dagster_services import DUMP_CLI_SELECTION
 from fw_assets.lib.cores import usable_cores
 from fw_assets.paths import selection_path
 from fw_assets.sampling_policy import SEED_POLICY
@@ -116,8 +117,8 @@ def test_rerunning_a_dump_replaces_its_output_with_identical_rows(sample_source,
 
 CLI_COMMANDS = {
     "dagster asset materialize": [sys.executable, "-m", "dagster", "asset", "materialize",
-                                  "-m", "fw_assets.definitions", "--select", "group:fineweb_edu", "--partition"],
-    "dg launch": [str(Path(sys.executable).with_name("dg")), "launch", "--assets", "group:fineweb_edu", "--partition"],
+                                  "-m", "fw_assets.definitions", "--select", DUMP_CLI_SELECTION, "--partition"],
+    "dg launch": [str(Path(sys.executable).with_name("dg")), "launch", "--assets", DUMP_CLI_SELECTION, "--partition"],
 }
 
 

