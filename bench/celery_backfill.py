@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 
 from bench.celery_local import LocalDeployment, run_times, settled, step_under_way
-from bench.dagster_services import chain_asset_keys, tag, wait_for
+from bench.dagster_services import signing_asset_keys, tag, wait_for
 from fw_assets.synthetic import write_sample_dump
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10")
@@ -89,7 +89,7 @@ def backfill(name: str, source: Path, workers: int, cores: int, kill: bool) -> F
         webserver.stop_sensor("new_dumps")
         meter = WorkerMeter(deployment)
         began = time.time()
-        backfill_id = webserver.launch_backfill(chain_asset_keys(), list(DUMPS))
+        backfill_id = webserver.launch_backfill(signing_asset_keys(), list(DUMPS))
         killed = ""
         if kill:
             run, step, host = wait_for("a step under way", lambda: step_under_way(webserver, backfill_id),

@@ -1,6 +1,7 @@
-"""deploy/celery/local.sh driven as a user drives it (up, status, down), what can go wrong with one
-of its hosts (a worker's process group killed, Redis restarted), and the GraphQL API of the
-webserver it started: for the end-to-end tests and bench/celery_backfill.py."""
+"""deploy/celery/local.sh driven as a user drives it (up, status, down, env), what can go wrong with
+one of its hosts (a worker's process group killed, Redis restarted), its instance as the dagster CLI
+sees it, and the GraphQL API of the webserver it started: for the end-to-end tests and
+bench/celery_backfill.py."""
 
 import os
 import signal
@@ -17,6 +18,10 @@ LOCAL_SH = REPO_ROOT / "deploy" / "celery" / "local.sh"
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 RUN_TIMES = """query($id: ID!) { runOrError(runId: $id) { ... on Run {
   runId status startTime endTime parentRunId tags { key value } } } }"""
+RUN_EVENTS = """query($id: ID!) { runOrError(runId: $id) { ... on Run { eventConnection(afterCursor: null) {
+  events { __typename ... on MessageEvent { message timestamp stepKey } } } } } }"""
+BACKFILL_STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
+  ... on PartitionBackfill { status } } }"""
 
 
 class DeployedWebserver(DagsterServices):
@@ -77,7 +82,23 @@ class LocalDeployment:
 
     @property
     def logs(self) -> list[Path]:
-        return sorted((self.home / "local" / "logs").glob("*.log"))
+        return sorted((self.state / "logs").glob("*.log"))
+
+    @property
+    def state(self) -> Path:
+        """local/: pids, logs, ports, passwords, both databases."""
+        return self.home / "local"
+
+    def environment(self) -> dict[str, str]:
+        """What `local.sh env` exports: the instance's variables and Redis' URL, passwords included."""
+        lines = self.run("env").stdout.strip().splitlines()
+        return dict(line.removeprefix("export ").split("=", 1) for line in lines)
+
+    def python(self, script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """`script` run by this interpreter in the environment `local.sh env` gives the dagster CLI."""
+        env = {**self.env, **self.environment(), "PYTHONPATH": os.pathsep.join(sys.path)}
+        return subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                              timeout=timeout, check=True)
 
     def pid(self, name: str) -> int:
         return int((self.home / "local" / "pids" / name).read_text().split()[0])
@@ -107,12 +128,23 @@ def run_times(webserver: DeployedWebserver, run_id: str) -> dict:
     return webserver.graphql(RUN_TIMES, {"id": run_id})["runOrError"]
 
 
-def step_under_way(webserver: DeployedWebserver, backfill_id: str) -> tuple[dict, str, str] | None:
-    """A started run of the backfill with a step in progress, that step and the run's host."""
+def run_events(webserver: DeployedWebserver, run_id: str) -> list[dict]:
+    """The run's events in order: `__typename`, `message`, `timestamp` (milliseconds, a string), `stepKey`."""
+    return webserver.graphql(RUN_EVENTS, {"id": run_id})["runOrError"]["eventConnection"]["events"]
+
+
+def backfill_status(webserver: DeployedWebserver, backfill_id: str) -> str:
+    return webserver.graphql(BACKFILL_STATUS, {"id": backfill_id})["partitionBackfillOrError"]["status"]
+
+
+def step_under_way(webserver: DeployedWebserver, backfill_id: str, steps=None) -> tuple[dict, str, str] | None:
+    """A started run of the backfill with a step in progress (one of `steps`, when given), that step
+    and the run's host."""
     for run in webserver.runs({"dagster/backfill": backfill_id}):
-        steps = [s["stepKey"] for s in run["stepStats"] if s["status"] == "IN_PROGRESS"]
-        if run["status"] == "STARTED" and steps and tag(run, "fw_assets/host"):
-            return run, steps[0], tag(run, "fw_assets/host")
+        under_way = [s["stepKey"] for s in run["stepStats"] if s["status"] == "IN_PROGRESS"]
+        under_way = [step for step in under_way if steps is None or step in steps]
+        if run["status"] == "STARTED" and under_way and tag(run, "fw_assets/host"):
+            return run, under_way[0], tag(run, "fw_assets/host")
     return None
 
 

@@ -12,9 +12,15 @@ kernel frees when the process dies) instead of a Dagster pool slot, which only a
 the daemon can give back. The number of slots per pool is the instance's pool limit:
 `concurrency: pools: default_limit` in dagster.yaml, or `dagster instance concurrency set duckdb 2`.
 A host is what settings.host_name() names: the machine, or one of several workers sharing it.
+
+Every publication of a step passes a fence (fw_assets.lib.fence): a run that is no longer the live
+run of its partition (run monitoring failed it, or a person terminated it, while its process still
+ran) publishes nothing; its process ends there, as a crash would end it.
 """
 
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +29,7 @@ import dagster as dg
 
 from fw_assets.formats.lineage import StaleInput
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
+from fw_assets.lib.fence import Guard, guarded_by
 from fw_assets.lib.publish import PublishError
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions
@@ -36,6 +43,7 @@ RECIPE_TAG = "fw_assets/recipe"
 HOST_TAG = "fw_assets/host"
 PID_TAG = "fw_assets/pid"
 PROCESS_START_TAG = "fw_assets/process_start"
+MACHINE_TAG = "fw_assets/machine"
 
 DUCKDB_POOL = "duckdb"
 TOKENIZER_POOL = "tokenizer"
@@ -53,11 +61,30 @@ def process_start(pid: int) -> str | None:
     return None if fields[0] == "Z" else fields[19]
 
 
+def machine_id() -> str:
+    """This machine's boot and pid namespace: processes whose pids can be compared share it (another
+    machine, a reboot or another container gives another); empty where /proc does not say."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return ""
+
+
 def this_process() -> dict[str, str]:
-    """The run tags naming this process: its host (settings.host_name), pid and start time."""
+    """The run tags naming this process: its host (settings.host_name), pid, start time and machine."""
     pid = os.getpid()
     started = process_start(pid) or ""
-    return {HOST_TAG: host_name(), PID_TAG: str(pid), PROCESS_START_TAG: started}
+    return {HOST_TAG: host_name(), PID_TAG: str(pid), PROCESS_START_TAG: started, MACHINE_TAG: machine_id()}
+
+
+def run_process_alive(tags: dict[str, str]) -> bool | None:
+    """Whether the process a run's tags name (`this_process`) still runs, where this process can
+    tell: None when the tags name no process, or one of another machine or container."""
+    pid, started, machine = (tags.get(key, "") for key in (PID_TAG, PROCESS_START_TAG, MACHINE_TAG))
+    if not pid.isdigit() or not machine or machine != machine_id():
+        return None
+    return process_start(int(pid)) == started
 
 
 def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> list[str]:
@@ -120,6 +147,39 @@ def how_to_free(holder: dict) -> str:
     )
 
 
+def run_is_live(run: dg.DagsterRun | None) -> bool:
+    """Whether a run's process may go on: the run has not ended, is not being terminated, and was
+    not deleted. A run that is not live is no longer the live run of its partition: its retry,
+    or nobody, is."""
+    return run is not None and not run.is_finished and run.status != dg.DagsterRunStatus.CANCELING
+
+
+def publishing_while_live(instance: dg.DagsterInstance, run_id: str) -> Guard:
+    """The fence of a step's publications (fw_assets.lib.fence): it lets a publication go on while
+    its run is live (`run_is_live`). The process of a run that is not (run monitoring failed it,
+    taking its host for lost; a person terminated it) says so in the run's log and ends at once,
+    as a crash would end it: nothing of it is published, and it reports nothing that would change
+    the run's status."""
+
+    def guard(name: str) -> None:
+        run = instance.get_run_by_id(run_id)
+        if run_is_live(run):
+            return
+        status = run.status.value if run is not None else "deleted"
+        message = (
+            f"Run {run_id} stopped before publishing {name}: the run is {status}, marked so while this "
+            f"process (pid {os.getpid()} on {host_name()}) still ran, so it is no longer the live run of "
+            "its partition. Its process ends here as a crash would end it: nothing more of this run is "
+            "published, and its status stays as it is."
+        )
+        print(message, file=sys.stderr, flush=True)
+        if run is not None:
+            instance.report_engine_event(message, run)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    return guard
+
+
 @contextmanager
 def refusing_stale_inputs() -> Iterator[None]:
     """An input made from inputs replaced since (fw_assets.formats.lineage) fails the step with
@@ -136,11 +196,16 @@ def writing_step(
 ) -> Iterator[None]:
     """Start the step (see `start_step`); a full or unwritable output disk fails it with a message
     naming the path and the space it needs, a publication that cannot rename into place with why, a
-    stale input with what to run, another instance's output folder naming both: not a traceback."""
+    stale input with what to run, another instance's output folder naming both: not a traceback.
+    Its publications pass `publishing_while_live`."""
     step = context.asset_key.to_user_string()
     try:
         partition = f"{partition_kind(context).capitalize()} {context.partition_key}"
-        with refusing_stale_inputs(), explaining_disk_errors(output_root, partition, step, need):
+        with (
+            refusing_stale_inputs(),
+            explaining_disk_errors(output_root, partition, step, need),
+            guarded_by(publishing_while_live(context.instance, context.run.run_id)),
+        ):
             start_step(context, output_root)
             yield
     except (OutputDiskError, PublishError, AnotherOutputFolder) as error:

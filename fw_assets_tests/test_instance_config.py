@@ -142,3 +142,22 @@ def test_the_helm_values_keep_the_production_instances_settings_and_retry_runs_w
     # The sensor (code location) and the run pods see the dumps at the same path.
     for key in ("envConfigMaps", "volumes", "volumeMounts"):
         assert deployment[key] == launcher[key], key
+
+
+def test_the_helm_values_hold_no_password_and_take_postgresqls_from_a_secret():
+    values = yaml.safe_load(HELM_VALUES.read_text())
+
+    def settings(node, path=""):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield from settings(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                yield from settings(value, f"{path}[{index}]")
+        else:
+            yield path, node
+
+    passwords = {path: value for path, value in settings(values) if "password" in path.lower()}
+    assert passwords == {".generatePostgresqlPasswordSecret": False}  # a switch, no password
+    assert values["global"]["postgresqlSecretName"] == "dagster-postgresql-secret"
+    assert values["redis"]["enabled"] is False  # runs are pods: no Redis, no password for it

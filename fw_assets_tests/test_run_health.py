@@ -1,6 +1,7 @@
 """A run killed with kill -9 never blocks the runs after it: its machine slot is freed with its
 process, the next run marks it failed, a waiting step says who holds the slot and stops when asked,
-and tokenizer workers die with their run."""
+and tokenizer workers die with their run. A run failed from outside while its process still runs
+publishes nothing more; a run's process is checked only on its own machine."""
 
 import os
 import shutil
@@ -19,10 +20,10 @@ from bench.dagster_services import DagsterServices
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
 from fw_assets.lib.slots import machine_slot, slot_holders
-from fw_assets.run_health import HOST_TAG, PID_TAG, how_to_free
+from fw_assets.run_health import HOST_TAG, MACHINE_TAG, PID_TAG, how_to_free, run_process_alive, this_process
 from fw_assets.settings import HOST_ENV, SENSOR_INTERVAL_ENV
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.runs import materialize_dump, subprocess_env
+from fw_assets_tests.support.runs import materialize_dump, subprocess_env, unfinished_run
 
 DUMP, OTHER_DUMP, NEW_DUMP = "CC-MAIN-2014-10", "CC-MAIN-2014-15", "CC-MAIN-2014-23"
 
@@ -202,3 +203,64 @@ def test_two_killed_cli_runs_never_hold_the_run_queue(tmp_path, dagster_home):
     with dg.DagsterInstance.get() as instance:
         cli_runs = [r for r in instance.get_runs() if "dagster/sensor_name" not in r.tags]
     assert sorted(r.status.value for r in cli_runs) == ["FAILURE", "FAILURE"]
+
+
+def test_a_runs_process_is_checked_on_its_own_machine_only():
+    tags = this_process()
+    assert run_process_alive(tags) is True
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    assert run_process_alive({**tags, PID_TAG: str(ended.pid)}) is False
+    assert run_process_alive({**tags, MACHINE_TAG: "another-boot pid:[4026531836]"}) is None
+    assert run_process_alive({HOST_TAG: "worker-1"}) is None
+
+
+# A child materializes `raw` and `sampled` of a dump; just before `sampled` publishes, its run is
+# marked failed from outside, as run monitoring marks a run whose host it took for lost.
+_FAILED_BEFORE_PUBLISHING = """
+import sys
+from pathlib import Path
+import dagster as dg
+from fw_assets.bucketing.raw import raw
+from fw_assets.bucketing.sampled import sampled
+from fw_assets.lib import publish
+from fw_assets_tests.support.runs import materialize_dump
+instance = dg.DagsterInstance.get()
+real_publish = publish.Staging.publish
+def publish_once_failed(staging, *args, **kwargs):
+    [run] = instance.get_runs(limit=1)
+    instance.report_run_failed(run, message="Lost the run's host (as run monitoring says)")
+    return real_publish(staging, *args, **kwargs)
+publish.Staging.publish = publish_once_failed
+materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], [raw, sampled], instance)
+"""
+
+
+def test_a_step_of_a_run_failed_from_outside_ends_its_process_before_it_publishes(tmp_path, dagster_home):
+    source, output = tmp_path / "source", tmp_path / "out"
+    write_sample_dump(source, DUMP, rows=300, files=1, seed=3)
+    child = subprocess.run(
+        [sys.executable, "-c", _FAILED_BEFORE_PUBLISHING, str(source), str(output), DUMP],
+        env={**subprocess_env(source, output, dagster_home), "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True, text=True, timeout=300,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr[-3000:]
+    assert not (output / "selection").exists() and not (output / "published" / f"sampled-{DUMP}.json").exists()
+    with dg.DagsterInstance.get() as instance:
+        [run] = instance.get_runs()
+        assert run.status == dg.DagsterRunStatus.FAILURE  # as it was given: no success reported after
+        records = instance.get_records_for_run(run.run_id).records
+    types = [r.event_log_entry.dagster_event_type for r in records]
+    assert types.count(dg.DagsterEventType.RUN_FAILURE) == 1 and dg.DagsterEventType.RUN_SUCCESS not in types
+    [stopped] = [r.event_log_entry.message for r in records if "stopped before publishing" in r.event_log_entry.message]
+    assert f"stopped before publishing sampled-{DUMP}: the run is FAILURE" in stopped
+    assert "no longer the live run of its partition" in stopped
+
+
+def test_a_step_of_a_live_run_publishes(tmp_path):
+    source, output = tmp_path / "source", tmp_path / "out"
+    write_sample_dump(source, DUMP, rows=300, files=1, seed=3)
+    with dg.DagsterInstance.ephemeral() as instance:
+        unfinished_run(instance, OTHER_DUMP, dg.DagsterRunStatus.FAILURE)  # another run's status is not this one's
+        materialize_dump(source, output, DUMP, [raw, sampled], instance)
+    assert (output / "published" / f"sampled-{DUMP}.json").exists()

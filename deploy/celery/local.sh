@@ -13,11 +13,17 @@
 #
 # Honours FW_SOURCE_DIR and FW_OUTPUT_DIR (fw_assets' defaults when unset) and DAGSTER_HOME (default
 # ./.dagster-celery), where the instance's dagster.yaml is written from deploy/celery/dagster.yaml
-# and local/ keeps the pids, logs, ports, folders and both databases (kept by `down`, reused by `up`).
+# and local/ keeps the pids, logs, ports, passwords, folders and both databases (kept by `down`,
+# reused by `up`). local/ belongs to the user running local.sh: mode 0700 (0710 as root, whose
+# PostgreSQL runs as the postgres user), every file in it 0600. Redis and PostgreSQL listen on
+# 127.0.0.1 and ask for passwords generated at the first `up`; none is ever on a command line.
+# `up` and `down` wait for each other (a lock in local/).
 # FW_WORKER_CORES: cores per worker (default: this machine's cores shared out, one set per worker).
 # Needs Debian's redis-server and postgresql, and fw_assets installed with the postgres and celery
 # extras (in the active virtualenv, else the repo's .venv, else python3's on the PATH).
 set -euo pipefail
+USER_UMASK=$(umask)  # the services write outputs and logs as the user's other programs do
+umask 077            # what local.sh itself writes is the user's alone
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [ -n "${VIRTUAL_ENV:-}" ]; then BIN=$VIRTUAL_ENV/bin
@@ -37,19 +43,46 @@ die() { echo "local.sh: $*" >&2; exit 1; }
 
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# The ports and password of this deployment: chosen at the first `up`, the same ever after.
+password() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
+
+# The ports and passwords of this deployment: chosen at the first `up`, the same ever after.
 write_env_once() {
     [ -f "$STATE/env" ] && return
     cat > "$STATE/env" <<EOF
 DAGSTER_HOME=$DAGSTER_HOME
-FW_REDIS_URL=redis://127.0.0.1:$(free_port)/0
+FW_REDIS_URL=redis://:$(password)@127.0.0.1:$(free_port)/0
 DAGSTER_PG_HOST=127.0.0.1
 DAGSTER_PG_PORT=$(free_port)
 DAGSTER_PG_USERNAME=fw_dagster
-DAGSTER_PG_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+DAGSTER_PG_PASSWORD=$(password)
 DAGSTER_PG_DB=fw_dagster
 FW_WEBSERVER_PORT=$(free_port)
 EOF
+}
+
+# A deployment whose env an older local.sh wrote has a Redis without a password: give it one.
+add_redis_password() {
+    grep -q '^FW_REDIS_URL=redis://:[0-9a-f]*@' "$STATE/env" && return
+    alive "$PIDS/redis" && die "this deployment's Redis runs without a password (local/ written by an older local.sh): run down, then up"
+    sed -i "s|^FW_REDIS_URL=redis://|FW_REDIS_URL=redis://:$(password)@|" "$STATE/env"
+}
+
+# The state folder, private to this user; as root, PostgreSQL's user may pass through it (and the
+# logs folder) to its data and its log, which it owns.
+make_state_private() {
+    (umask "$USER_UMASK"; mkdir -p "$DAGSTER_HOME")
+    mkdir -p "$STATE" "$PIDS" "$LOGS"
+    chmod -R go-rwx "$STATE"  # also what an older local.sh left readable
+    if [ "$(id -u)" = 0 ]; then
+        getent group postgres > /dev/null || die "PostgreSQL is not installed: apt-get install postgresql"
+        chgrp postgres "$STATE" "$LOGS" && chmod 0710 "$STATE" "$LOGS"
+    fi
+}
+
+# `up` and `down` one at a time: a second waits for the first (fd 9, closed in every service).
+take_lock() {
+    exec 9> "$STATE/lock"
+    flock -n 9 || { echo "local.sh: waiting for another local.sh up or down on $DAGSTER_HOME" >&2; flock 9; }
 }
 
 default_folder() {  # fw_assets' default of FW_SOURCE_DIR or FW_OUTPUT_DIR, as an absolute path
@@ -105,9 +138,9 @@ alive() {  # the process recorded in pid file $1 is running
     [ -n "$start" ] && [ "$(started_at "$pid")" = "$start" ]
 }
 
-start_group() {  # start_group NAME COMMAND...: in a new process group, recorded in pids/NAME
-    local name=$1; shift
-    setsid "$@" > "$LOGS/$name.log" 2>&1 < /dev/null &
+start_group() {  # start_group NAME COMMAND...: in a new process group, recorded in pids/NAME; its files
+    local name=$1; shift # made with the user's umask, or service_umask's
+    (umask "${service_umask:-$USER_UMASK}"; exec setsid "$@") > "$LOGS/$name.log" 2>&1 < /dev/null 9>&- &
     record "$name" $!
 }
 
@@ -142,7 +175,7 @@ start_postgres() {
     if [ ! -f "$data/PG_VERSION" ]; then
         mkdir -p "$data"
         [ "$(id -u)" = 0 ] && chown postgres "$data"
-        as_server_user test -w "$data" || die "the postgres user cannot write $data: put DAGSTER_HOME where every user may enter"
+        as_server_user test -w "$data" || die "the postgres user cannot write $data: put DAGSTER_HOME where the postgres user may enter"
         local pwfile
         pwfile=$(mktemp)
         echo "$DAGSTER_PG_PASSWORD" > "$pwfile"
@@ -153,7 +186,7 @@ start_postgres() {
     fi
     [ "$(id -u)" = 0 ] && touch "$LOGS/postgres.log" && chown postgres "$LOGS/postgres.log"
     as_server_user "$bin/pg_ctl" -D "$data" -l "$LOGS/postgres.log" -w -t 60 start \
-        -o "-c listen_addresses=$DAGSTER_PG_HOST -p $DAGSTER_PG_PORT -c unix_socket_directories=''" > /dev/null \
+        -o "-c listen_addresses=$DAGSTER_PG_HOST -p $DAGSTER_PG_PORT -c unix_socket_directories=''" > /dev/null 9>&- \
         || die "PostgreSQL did not start: $LOGS/postgres.log"
     record postgres "$(head -n 1 "$data/postmaster.pid")"  # pg_ctl starts it in a session of its own
     PGPASSWORD=$DAGSTER_PG_PASSWORD "$bin/psql" -h "$DAGSTER_PG_HOST" -p "$DAGSTER_PG_PORT" -U "$DAGSTER_PG_USERNAME" \
@@ -163,17 +196,27 @@ start_postgres() {
 }
 
 redis_port() { echo "${FW_REDIS_URL##*:}" | cut -d/ -f1; }
+redis_password() { local credentials=${FW_REDIS_URL#redis://:}; echo "${credentials%%@*}"; }
 
+# Its settings in a file of this user's alone: the password never appears in `ps`.
 start_redis() {
     command -v redis-server > /dev/null || die "Redis is not installed: apt-get install redis-server"
     mkdir -p "$STATE/redis"
     # Append-only file: queued runs and heartbeats survive a restart of Redis.
-    start_group redis redis-server --bind 127.0.0.1 --port "$(redis_port)" --dir "$STATE/redis" \
-        --appendonly yes --save "" --protected-mode no
+    cat > "$STATE/redis.conf" <<EOF
+bind 127.0.0.1
+port $(redis_port)
+protected-mode yes
+requirepass $(redis_password)
+dir $STATE/redis
+appendonly yes
+save ""
+EOF
+    service_umask=077 start_group redis redis-server "$STATE/redis.conf"  # its files hold queued runs
     wait_for "Redis" 30 "$LOGS/redis.log" redis_answers
 }
 
-redis_answers() { redis-cli -p "$(redis_port)" ping 2> /dev/null | grep -q PONG; }
+redis_answers() { REDISCLI_AUTH=$(redis_password) redis-cli -p "$(redis_port)" ping 2> /dev/null | grep -q PONG; }
 
 write_instance_yaml() {
     local target=$DAGSTER_HOME/dagster.yaml
@@ -212,11 +255,13 @@ starting() {  # starting WHAT LOG: one line on stderr per service `up` starts, b
 }
 
 up() {
-    mkdir -p "$PIDS" "$LOGS"
+    make_state_private
+    take_lock
     write_env_once
+    add_redis_password
     write_folders
     load_env
-    mkdir -p "$FW_OUTPUT_DIR"
+    (umask "$USER_UMASK"; mkdir -p "$FW_OUTPUT_DIR")
     write_instance_yaml
     alive "$PIDS/redis" || starting "Redis on 127.0.0.1:$(redis_port)" redis
     alive "$PIDS/redis" || start_redis
@@ -231,7 +276,8 @@ up() {
         alive "$PIDS/worker-$index" || start_worker "$index"
     done
     alive "$PIDS/daemon" || starting "the Dagster daemon" daemon
-    alive "$PIDS/daemon" || start_group daemon \
+    # A backfill launched while PostgreSQL is away waits for it (docs/operations.md).
+    alive "$PIDS/daemon" || start_group daemon env DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR=1 \
         "$BIN/dagster-daemon" run -w "$REPO/workspace.yaml"
     if ! alive "$PIDS/webserver"; then
         starting "the webserver on http://127.0.0.1:$FW_WEBSERVER_PORT" webserver
@@ -264,31 +310,38 @@ descendants() {  # every process below pid $1 (some start sessions of their own)
         END { for (pid in parent) { p = parent[pid]; while (p > 1) { if (p == root) { print pid; break } p = parent[p] } } }'
 }
 
-stop_group() {  # SIGTERM the group of pid file $1, then SIGKILL whatever of it and below it is left
-    local file=$1 pid family
-    alive "$file" || { rm -f "$file"; return 0; }
-    pid=$(pid_of "$file")
-    family=$(descendants "$pid")
-    kill -TERM -- "-$pid" 2>/dev/null || true
+stop_groups() {  # SIGTERM the groups of the pid files given, all at once, then SIGKILL what is left of them and below them
+    local file pid leaders=() family=()
+    for file in "$@"; do
+        alive "$file" || continue
+        pid=$(pid_of "$file")
+        leaders+=("$pid")
+        family+=($(descendants "$pid"))
+        kill -TERM -- "-$pid" 2>/dev/null || true
+    done
     local deadline=$((SECONDS + STOP_GRACE_SECONDS))
-    while [ -n "$(started_at "$pid")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    for pid in $pid $family $(descendants "$pid"); do kill -KILL "$pid" 2>/dev/null || true; done
-    rm -f "$file"
+    for pid in "${leaders[@]}"; do
+        while [ -n "$(started_at "$pid")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    done
+    for pid in "${leaders[@]}"; do
+        kill -KILL -- "-$pid" 2>/dev/null || true
+        family+=("$pid" $(descendants "$pid"))
+    done
+    for pid in "${family[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+    rm -f "$@"
 }
 
 down() {
     [ -d "$PIDS" ] || return 0
+    take_lock
     [ -f "$STATE/env" ] && load_env
-    local file
-    for file in "$PIDS/webserver" "$PIDS/daemon" "$PIDS"/worker-*; do
-        [ -f "$file" ] && stop_group "$file"
-    done
+    # Together: a worker stopped mid-run marks its run failed (to be retried) in PostgreSQL.
+    stop_groups "$PIDS/webserver" "$PIDS/daemon" "$PIDS"/worker-*
     if alive "$PIDS/postgres"; then
-        as_server_user "$(postgres_binaries)/pg_ctl" -D "$STATE/postgres" -m fast -w stop > /dev/null || stop_group "$PIDS/postgres"
+        as_server_user "$(postgres_binaries)/pg_ctl" -D "$STATE/postgres" -m fast -w stop > /dev/null || stop_groups "$PIDS/postgres"
     fi
     rm -f "$PIDS/postgres"
-    [ -f "$PIDS/redis" ] && stop_group "$PIDS/redis"
+    stop_groups "$PIDS/redis"
     return 0
 }
 

@@ -5,10 +5,13 @@ Dagster's `CeleryRunLauncher` reads a run's health from its task's state, which 
 never updates: the run would stay Started for good. Here a run's worker writes a heartbeat while
 it executes the run (fw_assets.deploy.heartbeats), and the health check that Dagster's run
 monitoring calls every `poll_interval_seconds` reports a run whose heartbeat stopped as failed;
-run retries then launch it again on a live worker. A run's queue is its partition's kind (`queues`:
-a dump's chain, a recipe's mixture) unless the run is tagged `dagster-celery/queue`.
+run retries then launch it again on a live worker. A missing heartbeat alone is not enough: the
+run's process is checked where it runs on the daemon's machine, and elsewhere the heartbeat must
+stay missing for two beats (`run_worker_verdict`). A run's queue is its partition's kind
+(`queues`: a dump's chain, a recipe's mixture) unless the run is tagged `dagster-celery/queue`.
 """
 
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -25,7 +28,7 @@ from dagster_celery.tasks import create_execute_job_task
 
 from fw_assets.deploy.heartbeats import WorkerState, last_heartbeat, redis_uptime_seconds, run_worker_verdict
 from fw_assets.paths import is_dump_name
-from fw_assets.run_health import HOST_TAG, PID_TAG, PROCESS_START_TAG
+from fw_assets.run_health import HOST_TAG, MACHINE_TAG, PID_TAG, PROCESS_START_TAG, run_process_alive
 
 PARTITION_TAG = "dagster/partition"
 DEFAULT_QUEUES = {"dump": "dumps", "recipe": "recipes"}
@@ -35,6 +38,26 @@ HEALTH = {
     WorkerState.FAILED: WorkerStatus.FAILED,
     WorkerState.LOST: WorkerStatus.FAILED,
 }
+
+
+class MissingHeartbeats:
+    """Since when this process has seen each run's heartbeat missing, by its own monotonic clock."""
+
+    def __init__(self):
+        self.since: dict[str, float] = {}
+
+    def seen(self, run_id: str, missing: bool) -> tuple[float, bool]:
+        """Record one look at the run's heartbeat; how long it has been missing (0 when it is there
+        or missing for the first time), and whether this look is the first to miss it."""
+        if not missing:
+            self.since.pop(run_id, None)
+            return 0.0, False
+        now = time.monotonic()
+        first = run_id not in self.since
+        return now - self.since.setdefault(run_id, now), first
+
+    def forget(self, run_id: str) -> None:
+        self.since.pop(run_id, None)
 
 
 def run_queue(tags: Mapping[str, str], queues: Mapping[str, str], default_queue: str) -> str:
@@ -68,6 +91,7 @@ class HeartbeatCeleryRunLauncher(CeleryRunLauncher):
         self.heartbeat_seconds = heartbeat_seconds
         self.lost_after_seconds = lost_after_seconds
         self.queues = dict(queues)
+        self.missing_heartbeats = MissingHeartbeats()
 
     @classmethod
     def config_type(cls):
@@ -106,7 +130,7 @@ class HeartbeatCeleryRunLauncher(CeleryRunLauncher):
         run = context.dagster_run
         queue = run_queue(run.tags, self.queues, self.default_queue)
         task_id = str(uuid.uuid4())
-        cleared = dict.fromkeys((HOST_TAG, PID_TAG, PROCESS_START_TAG), "")
+        cleared = dict.fromkeys((HOST_TAG, PID_TAG, PROCESS_START_TAG, MACHINE_TAG), "")
         self._instance.add_run_tags(
             run.run_id, {DAGSTER_CELERY_QUEUE_TAG: queue, DAGSTER_CELERY_TASK_ID_TAG: task_id, **cleared}
         )
@@ -122,22 +146,46 @@ class HeartbeatCeleryRunLauncher(CeleryRunLauncher):
             f"Sent to Celery queue {queue} as task {task_id}.", run, cls=self.__class__
         )
 
+    def terminate(self, run_id: str) -> bool:
+        """*Terminate* in the UI: mark the run Canceling, which its worker reads at its following beat
+        (it then kills the run process and marks the run Canceled), and revoke its Celery task, in
+        case no worker has taken it yet."""
+        run = self._instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            return False
+        self._instance.report_run_canceling(run, message="Canceling: its worker stops it at its following beat.")
+        return super().terminate(run_id)
+
     @property
     def supports_resume_run(self) -> bool:
         """No: dagster-celery's resume task refuses the keyword its launcher sends it (TypeError). A run
         whose host was lost is retried instead (run_retries)."""
         return False
 
+    @property
+    def confirm_after_seconds(self) -> float:
+        """How long a heartbeat must stay missing before a run elsewhere is lost: two beats."""
+        return 2 * self.heartbeat_seconds
+
     def check_run_worker_health(self, run: dg.DagsterRun) -> CheckRunHealthResult:
         task_id = run.tags.get(DAGSTER_CELERY_TASK_ID_TAG)
         if task_id is None:  # a CLI run: its own host fails it if it dies (fw_assets.run_health)
             return CheckRunHealthResult(WorkerStatus.RUNNING, "Not launched through Celery.")
         client = self.heartbeat_client()
+        heartbeat = last_heartbeat(client, run.run_id)
+        missing_for, first_miss = self.missing_heartbeats.seen(run.run_id, heartbeat is None)
         verdict = run_worker_verdict(
-            task_state=self.celery.AsyncResult(task_id).state,
-            heartbeat=last_heartbeat(client, run.run_id),
+            self.celery.AsyncResult(task_id).state,
+            heartbeat,
+            process_alive=run_process_alive(run.tags),
+            missing_for=missing_for,
             redis_uptime=redis_uptime_seconds(client),
             lost_after=self.lost_after_seconds,
+            confirm_after=self.confirm_after_seconds,
             last_host=run.tags.get(HOST_TAG, ""),
         )
+        if verdict.state != WorkerState.RUNNING:
+            self.missing_heartbeats.forget(run.run_id)
+        elif first_miss:  # said once per absence, on the run's page
+            self._instance.report_engine_event(f"Run monitoring: {verdict.message}", run, cls=self.__class__)
         return CheckRunHealthResult(HEALTH[verdict.state], verdict.message)

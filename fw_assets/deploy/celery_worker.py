@@ -1,6 +1,5 @@
 """A Celery worker standing for one host: it takes runs from its queues, one at a time, and executes
-each whole in its own process (Celery's solo pool: a prefork pool's daemonic children may not start
-the tokenizer's processes).
+each in a run process of its own, which it sees through (fw_assets.deploy.run_supervisor).
 
     python -m fw_assets.deploy.celery_worker --host NAME [--cores N] [--queues dumps,recipes]
 
@@ -8,7 +7,9 @@ The broker, the result backend and the heartbeat settings are the run launcher's
 dagster.yaml (deploy/celery/dagster.yaml), the same file the webserver and the daemon read. The
 worker is the host `--host` names (default: $FW_HOST, else the machine's name): its runs' tags say
 so, and its heavy steps take that host's slots. While it executes a run it writes the run's
-heartbeat (fw_assets.deploy.heartbeats), by which the daemon tells a lost host from a busy one.
+heartbeat (fw_assets.deploy.heartbeats), by which the daemon tells a lost host from a busy one,
+and reads the run's status, by which it stops a run that is no longer live. SIGTERM (or SIGINT)
+stops the worker cleanly: its run is marked failed, to be retried on the next worker.
 """
 
 import argparse
@@ -16,48 +17,36 @@ import logging
 import os
 
 import dagster as dg
-from celery.signals import task_postrun, task_prerun
 from dagster._grpc.types import ExecuteRunArgs
 from dagster._serdes import unpack_value
 from dagster_celery.config import TASK_EXECUTE_JOB_NAME
-from dagster_celery.tasks import create_execute_job_task
 
 from fw_assets.deploy.celery_launcher import HeartbeatCeleryRunLauncher
 from fw_assets.deploy.heartbeats import RunHeartbeat
-from fw_assets.run_health import HOST_TAG, PID_TAG, this_process
+from fw_assets.deploy.run_supervisor import RunSupervisor, run_process_command
 from fw_assets.settings import HOST_ENV, host_name
 
 logger = logging.getLogger(__name__)
 
 
-class RunHeartbeats:
-    """Names this host in each run it starts, and beats for the run until its task ends."""
+def supervisor_of(instance: dg.DagsterInstance, launcher: HeartbeatCeleryRunLauncher) -> RunSupervisor:
+    """The supervisor of this worker's runs, beating as the run launcher's config says."""
 
-    def __init__(self, instance: dg.DagsterInstance, launcher: HeartbeatCeleryRunLauncher):
-        self.instance = instance
-        self.launcher = launcher
-        self.beating: dict[str, RunHeartbeat] = {}
-
-    def connect(self) -> None:
-        task_prerun.connect(self.started, weak=False)
-        task_postrun.connect(self.ended, weak=False)
-
-    def started(self, task_id: str, task, kwargs: dict, **_) -> None:
-        if task.name != TASK_EXECUTE_JOB_NAME:
-            return
-        run_id = unpack_value(kwargs["execute_job_args_packed"], as_type=ExecuteRunArgs).run_id
-        tags = this_process()
-        self.instance.add_run_tags(run_id, tags)  # before the run starts: its page names this host
-        holder = {"host": tags[HOST_TAG], "pid": tags[PID_TAG]}
-        self.beating[task_id] = RunHeartbeat(
-            self.launcher.heartbeat_client(), run_id, holder,
-            self.launcher.heartbeat_seconds, self.launcher.lost_after_seconds,
+    def heartbeat(run_id: str, holder: dict[str, str]) -> RunHeartbeat:
+        return RunHeartbeat(
+            launcher.heartbeat_client(), run_id, holder, launcher.heartbeat_seconds, launcher.lost_after_seconds
         ).start()
 
-    def ended(self, task_id: str, **_) -> None:
-        heartbeat = self.beating.pop(task_id, None)
-        if heartbeat is not None:
-            heartbeat.stop()
+    return RunSupervisor(instance, heartbeat, launcher.heartbeat_seconds)
+
+
+def register_execute_task(app, supervisor: RunSupervisor) -> None:
+    """The task the run launcher sends (dagster-celery's name and arguments), executed by `supervisor`."""
+
+    @app.task(bind=True, name=TASK_EXECUTE_JOB_NAME, track_started=True)
+    def execute_run(_task, execute_job_args_packed) -> int:
+        run_id = unpack_value(execute_job_args_packed, as_type=ExecuteRunArgs).run_id
+        return supervisor.execute(run_id, run_process_command(run_id))
 
 
 def limit_cores(cores: int) -> list[int]:
@@ -85,7 +74,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
-    os.environ[HOST_ENV] = arguments.host  # settings.host_name() of this process and its steps
+    os.environ[HOST_ENV] = arguments.host  # settings.host_name() of this process and its run processes
     cores = limit_cores(arguments.cores) if arguments.cores else sorted(os.sched_getaffinity(0))
     instance = dg.DagsterInstance.get()
     launcher = instance.run_launcher
@@ -96,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         )
     queues = arguments.queues or ",".join(dict.fromkeys([*launcher.queues.values(), launcher.default_queue]))
     app = launcher.celery
-    create_execute_job_task(app)  # the task the launcher sends; it never resumes a run
-    RunHeartbeats(instance, launcher).connect()
+    supervisor = supervisor_of(instance, launcher)
+    register_execute_task(app, supervisor)  # the task the launcher sends; it never resumes a run
+    supervisor.connect()
     logger.warning("fw_assets worker %s: queues %s, %d cores %s", arguments.host, queues, len(cores), cores)
     app.worker_main([
         "worker", "--pool=solo", "--concurrency=1", "--prefetch-multiplier=1",

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fw_assets.lib.fence import pass_fence
 from fw_assets.paths import generation_record_path, publish_locks_dir, staging_root
 
 JOURNAL = "PUBLISH.json"
@@ -130,6 +131,7 @@ class Staging:
         }
         lock = _lock_path(self.output_root, self.name)
         with _flock(lock, fcntl.LOCK_EX, self.log, f"readers of {self.name} to finish"):
+            pass_fence(self.name)  # fw_assets.lib.fence: a run no longer live stops here
             _write_durably(self.path / JOURNAL, json.dumps(journal, indent=1))
             (self.path / "replaced").mkdir()
             try:

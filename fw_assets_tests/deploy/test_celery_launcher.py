@@ -81,3 +81,23 @@ def test_a_heartbeat_slower_than_the_time_to_lost_is_refused(launcher_module):
 )
 def test_a_run_goes_to_the_queue_of_its_partitions_kind_unless_its_tag_names_one(launcher_module, tags, queue):
     assert launcher_module.run_queue(tags, {"dump": "dumps", "recipe": "recipes"}, "default") == queue
+
+
+def test_a_missing_heartbeat_is_timed_from_the_first_look_that_missed_it(launcher_module, monkeypatch):
+    clock = iter([100.0, 104.0, 111.0])
+    monkeypatch.setattr(launcher_module.time, "monotonic", lambda: next(clock))
+    missing = launcher_module.MissingHeartbeats()
+    assert missing.seen("run", missing=True) == (0.0, True)
+    assert missing.seen("run", missing=True) == (4.0, False)
+    assert missing.seen("run", missing=False) == (0.0, False)  # written again: the absence is over
+    assert missing.seen("run", missing=True) == (0.0, True)
+
+
+def test_a_heartbeat_missing_on_another_machine_is_confirmed_for_two_beats(celery_config, launcher_module):
+    config = celery_config["run_launcher"]["config"]
+    launcher = launcher_module.HeartbeatCeleryRunLauncher.from_config_value(
+        None, process_config(launcher_module.HeartbeatCeleryRunLauncher.config_type(), config).value
+    )
+    # lost within lost_after + poll + confirm: the figure docs/operations-more-than-one-machine.md gives
+    poll = celery_config["run_monitoring"]["poll_interval_seconds"]
+    assert launcher.lost_after_seconds + poll + launcher.confirm_after_seconds == 50

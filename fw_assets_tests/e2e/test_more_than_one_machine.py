@@ -23,7 +23,7 @@ from bench.celery_local import (
     step_under_way,
     unsettled,
 )
-from bench.dagster_services import attribution_problems, chain_asset_keys, chain_checks, tag, wait_for
+from bench.dagster_services import attribution_problems, chain_checks, signing_asset_keys, tag, wait_for
 from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
@@ -110,7 +110,7 @@ class Kill:
 
 @pytest.fixture(scope="module")
 def killed(deployment) -> Kill:
-    backfill_id = deployment.webserver.launch_backfill(chain_asset_keys(), list(DUMPS))
+    backfill_id = deployment.webserver.launch_backfill(signing_asset_keys(), list(DUMPS))
     run, step, host = wait_for("a step under way on a worker",
                                lambda: step_under_way(deployment.webserver, backfill_id),
                                240, every=0.2, logs=deployment.local.logs)
@@ -129,7 +129,7 @@ def redis_restarted(deployment, killed) -> RedisRestart:
     """With the killed worker still gone, the dumps backfilled again: one run waits in Redis for a
     worker until `up` starts that worker again; Redis is restarted while a step is under way."""
     webserver, local = deployment.webserver, deployment.local
-    backfill_id = webserver.launch_backfill(chain_asset_keys(), list(DUMPS))
+    backfill_id = webserver.launch_backfill(signing_asset_keys(), list(DUMPS))
 
     def waiting_for_a_worker() -> str | None:
         runs = webserver.runs({"dagster/backfill": backfill_id})

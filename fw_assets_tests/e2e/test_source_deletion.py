@@ -3,8 +3,9 @@
 decisions' automation ticking every few seconds): a dump is signed and decided, its source folder
 is deleted, and then nothing re-runs and nothing fails: a later dump is decided against it, its
 probe losses are scored, a recipe reweighting both dumps plans and builds, the UI shows every
-published asset of it materialized and fresh, and the sensor names it as deleted. The one thing a user can no longer do is bucket it
-again: that run fails naming the missing folder and changes nothing published."""
+published asset of it materialized and fresh, and the sensor names it as deleted. The one thing a
+user can no longer do is bucket it again: that run fails naming the missing folder and changes
+nothing published."""
 
 import os
 import shutil

@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 ENVIRON_METHODS = ("get", "setdefault", "pop")  # os.environ.<method>(name, ...) reads name
-SHELL_READ = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-?+=])")  # ${NAME:-...}: a variable given or not
+# ${NAME:-...}: a variable given or not; upper case, as environment variables are named (a script's
+# own lower-case variables, set for one of its commands, are not the environment's)
+SHELL_READ = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)(?::?[-?+=])")
 INSTANCE_READ = re.compile(r"\{\s*env:\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")  # Dagster's {env: NAME}
 
 
