@@ -17,9 +17,11 @@ byte-level BPE tokenizer trained on the bench's English texts; no hub), then mea
 - variants: the other layout; on CUDA uncompiled, and float32 on a subset (uncompiled), with how far
   the default dtype's losses are from float32's.
 
-Prints each row as it is measured, then one markdown table: tokens scored per second, the share of
-the ceiling, and the peak memory (CUDA: allocated on the device; CPU: the process's RSS, its peak
-reset before each row).
+Prints each row as it is measured, then one markdown table: tokens scored per second of wall time
+and per CPU-second of this process (all its threads: the reading thread's encoding included), the
+share of the ceiling (on CUDA of its wall-time rate: the device is what is spent; on CPU of its
+CPU-time rate, which other work on a shared machine does not skew), and the peak memory (CUDA:
+allocated on the device; CPU: the process's RSS, its peak reset before each row).
 """
 
 import argparse
@@ -187,8 +189,9 @@ def loaded(folder: Path, args, **choices) -> CausalLM:
 
 
 def row(name: str, setting: str, probe: CausalLM, tokens: int, rate: tuple, best: tuple, peak: float) -> list:
+    share = rate[0] / best[0] if probe.device.type == "cuda" else rate[1] / best[1]
     shown = [name, setting, probe.dtype, probe.layout, "yes" if probe.compiled and not probe.compile_failure else "no",
-             f"{probe.batch_tokens:,}", f"{tokens:,}", f"{rate[0]:,.0f}", f"{rate[0] / best[0]:.1%}", f"{rate[1]:,.0f}",
+             f"{probe.batch_tokens:,}", f"{tokens:,}", f"{rate[0]:,.0f}", f"{share:.1%}", f"{rate[1]:,.0f}",
              f"{peak:.2f}"]
     print("| " + " | ".join(shown) + " |", flush=True)
     if probe.compile_failure:
