@@ -147,6 +147,18 @@ def test_the_probe_runs_in_the_dtype_it_says(wide_vocabulary_model, wide_referen
     assert relative_difference(probe.score(LONG_TEXTS).nll, wide_reference) < 1e-2
 
 
+@pytest.mark.e2e
+@pytest.mark.parametrize("layout", [PACKED, PADDED])
+def test_compiled_as_on_cuda_the_losses_stay_those_of_the_whole_float32_logits(tiny_model, layout):
+    """torch.compile (the default on CUDA) on CPU: batches of two shapes or more (a pool's last is
+    smaller), so that the recompiling for new shapes is taken too."""
+    texts = TEXTS * 3
+    probe = CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=16, batch_tokens=32), layout=layout, compiled=True)
+    scores = probe.score(texts)
+    assert probe.compiled and not probe.compile_failure
+    assert relative_difference(scores.nll, whole_logits_nll(tiny_model, texts, 16)) <= 1e-6
+
+
 def test_long_documents_are_cut_at_max_tokens_and_counted(tiny_model):
     spec = ProbeSpec("tiny", tiny_model, max_tokens=4, batch_tokens=16)
     tokens, nll, nbytes, truncated = CausalLM(spec).score(TEXTS)
