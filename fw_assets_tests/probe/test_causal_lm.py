@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers", reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
+transformers = pytest.importorskip("transformers",
+                                   reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
 
 import torch  # noqa: E402
-import transformers  # noqa: E402
 
 from fw_assets.probe.batching import PACKED, PADDED  # noqa: E402
 from fw_assets.probe.causal_lm import CausalLM, NotAModel  # noqa: E402
