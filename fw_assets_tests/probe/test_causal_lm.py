@@ -138,6 +138,17 @@ def test_packing_a_model_that_cannot_keep_packed_documents_apart_is_refused(tmp_
         CausalLM(ProbeSpec("bloom", folder, max_tokens=64), layout=PACKED)
 
 
+def test_a_model_whose_attention_looks_ahead_is_refused(tmp_path):
+    """BERT loaded as a causal LM without `is_decoder` attends both ways: its losses would depend
+    on the padding after a document. Weights drawn wide, so that attention tells tokens apart."""
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, is_decoder=False, initializer_range=0.3)
+    folder = save_tiny_architecture(tmp_path / "bert", config)
+    with pytest.raises(NotAModel, match="Probe bert: the model's loss of a document changes with the documents "
+                                        "batched after it: it is not a causal language model"):
+        CausalLM(ProbeSpec("bert", folder, max_tokens=64))
+
+
 def test_the_probe_runs_in_the_dtype_it_says(wide_vocabulary_model, wide_reference):
     """bfloat16 asked for on CPU: the weights and the computation are bfloat16, the losses near
     float32's (the load-time check holds them within 1e-2)."""
