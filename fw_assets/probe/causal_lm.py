@@ -193,13 +193,7 @@ class CausalLM:
         batches must agree (else this is no causal model), then the sliced loss and packing may."""
         if layout not in (None, *LAYOUTS):
             raise ValueError(f"layout is one of {LAYOUTS}, not {layout!r}")
-        usable = min(len(self.tokenizer), self.model.get_input_embeddings().num_embeddings)
-        row = self.max_tokens + (self.prefix is not None)
-        sequences = [
-            np.array(([self.prefix] if self.prefix is not None else [])
-                     + [(7 * i + 3 * d + 1) % usable for i in range(min(n, row) - (self.prefix is not None))], np.int64)
-            for d, n in enumerate(CHECK_LENGTHS)
-        ]
+        sequences = self._check_sequences()
         alone = np.concatenate([self._check_nll(PADDED, [s], sliced=False) for s in sequences])
 
         def agrees(nll: np.ndarray, slack: float = 1) -> bool:
@@ -222,6 +216,15 @@ class CausalLM:
         if layout == PACKED and not packs:
             raise NotAModel(f"Probe {self.name}: the model does not keep packed documents apart.")
         return sliced, PACKED if packs else PADDED
+
+    def _check_sequences(self) -> list[np.ndarray]:
+        """Sequences of CHECK_LENGTHS (at most a row of max_tokens and the prefix), each its own
+        run of ids the tokenizer and the embedding both have."""
+        usable = min(len(self.tokenizer), self.model.get_input_embeddings().num_embeddings)
+        prefix = [self.prefix] if self.prefix is not None else []
+        row = self.max_tokens + len(prefix)
+        return [np.array(prefix + [(7 * i + 3 * d + 1) % usable for i in range(min(n, row) - len(prefix))], np.int64)
+                for d, n in enumerate(CHECK_LENGTHS)]
 
     def _check_nll(self, layout: str, sequences: list[np.ndarray], sliced: bool) -> np.ndarray:
         network = self.backbone if sliced else self.model
