@@ -17,6 +17,7 @@ MAX_MEMORY_ENV = "FW_MIXTURE_MAX_MEMORY_GIB"
 MAX_DISK_ENV = "FW_MIXTURE_MAX_DISK_GIB"
 PROBE_MODEL_DIR_ENV = "FW_PROBE_MODEL_DIR"
 PROBE_DEVICE_ENV = "FW_PROBE_DEVICE"
+PROBE_DTYPE_ENV = "FW_PROBE_DTYPE"
 HOST_ENV = "FW_HOST"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
@@ -84,6 +85,12 @@ def _optional_path(name: str) -> Path | None:
 def probe_device() -> str:
     """Where the model probe runs: `cpu` (default) or `cuda` / `cuda:N`."""
     return os.environ.get(PROBE_DEVICE_ENV, "").strip() or "cpu"
+
+
+def probe_dtype() -> str:
+    """The dtype the model probe runs in: `auto` (default: bfloat16 on CUDA for float32 weights,
+    else the saved dtype), `float32`, `bfloat16` or `float16`; checked by the probe's spec."""
+    return os.environ.get(PROBE_DTYPE_ENV, "").strip() or "auto"
 
 
 def host_name() -> str:

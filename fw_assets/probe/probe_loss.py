@@ -43,7 +43,8 @@ from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.tokenized import tokenized
 
 SQL = STEPS_SQL
-MODULES = (*(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "scoring", "causal_lm", "contract")),
+MODULES = (*(f"fw_assets.probe.{name}" for name in ("ngram", "probes", "scoring", "causal_lm", "batching",
+                                                    "device_memory", "prefetch", "contract")),
            "fw_assets.formats.probe_losses")
 
 

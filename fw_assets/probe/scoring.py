@@ -30,7 +30,7 @@ STEPS_SQL = ("probe_texts",)
 
 ROW_GROUP_ROWS = 1 << 17  # fixed, so a file's bytes depend only on its rows
 WINDOW_TOKENS = 1 << 21  # tokens the built-in probe reads and scores at a time (~16 MB as int64)
-TEXT_BATCH_ROWS = 256  # texts the model probe fetches at a time
+TEXT_BATCH_ROWS = 256  # texts the model probe fetches and encodes at a time
 
 
 @dataclass(frozen=True)
@@ -171,9 +171,10 @@ def score_with_model(
     dump: str,
 ) -> dict[str, BucketLosses]:
     """Score each bucket's kept documents (the ids of its token files) with `model` (a
-    fw_assets.probe.causal_lm.CausalLM), reading their texts from the bucketed files. The texts
-    come in read order; the rows (about 60 bytes a document) are ordered by id before writing. A
-    damaged bucketed file is a DamagedInput naming it and its row group."""
+    fw_assets.probe.causal_lm.CausalLM), reading their texts from the bucketed files on the
+    model's reading thread, ahead of its device. The texts come in read order; the rows (about 60
+    bytes a document) are ordered by id before writing. A damaged bucketed file is a DamagedInput
+    naming it and its row group."""
     written = {}
     remedy = "Materialize `bucketed` of this dump again (it is rebuilt from the source), then its chain."
     for bucket in buckets:
@@ -186,12 +187,10 @@ def score_with_model(
             naming_damaged_row_groups(bucket.texts, ("id", "text"), "bucketed file", where, remedy),
         ):
             reader = cursor.sql(load_sql("probe_texts"), params=parameters).to_arrow_reader(TEXT_BATCH_ROWS)
-            for batch in reader:
-                texts = batch.column("text").to_pylist()
-                tokens, nll, nbytes, truncated = model.score(texts)
-                scored.append(pa.table(
-                    {"id": batch.column("id"), "tokens": tokens, "nll": nll, "bytes": nbytes, "truncated": truncated}
-                ))
+            chunks = ((batch.column("id"), batch.column("text").to_pylist()) for batch in reader)
+            for ids, (tokens, nll, nbytes, truncated) in model.score_chunks(chunks):
+                scored.append(pa.table({"id": pa.concat_arrays(ids), "tokens": tokens, "nll": nll, "bytes": nbytes,
+                                        "truncated": truncated}))
         table = pa.concat_tables(scored).sort_by("id") if scored else None
         with LossWriter(bucket.output) as out:
             if table is not None:

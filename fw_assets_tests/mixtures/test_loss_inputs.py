@@ -216,8 +216,8 @@ def test_a_source_whose_dumps_two_models_scored_under_one_probe_name_is_refused(
     before = published_tree(output)
     message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
     for expected in ("sources.top.reweight: probe tiny scored the dumps with different models",
-                     f"{SAMPLE_DUMPS[0]}: kind causal_lm, max_tokens 64, model_sha256 {shas[0][:12]}",
-                     f"{SAMPLE_DUMPS[1]}: kind causal_lm, max_tokens 64, model_sha256 {shas[1][:12]}",
+                     f"{SAMPLE_DUMPS[0]}: dtype float32, kind causal_lm, max_tokens 64, model_sha256 {shas[0][:12]}",
+                     f"{SAMPLE_DUMPS[1]}: dtype float32, kind causal_lm, max_tokens 64, model_sha256 {shas[1][:12]}",
                      "--select probe_loss --partition", f"Nothing was published for recipe {RECIPE_NAME}"):
         assert expected in message, message
     assert published_tree(output) == before

@@ -1,26 +1,76 @@
-"""The model probe on a tiny GPT-2 built here: losses equal a direct forward pass whatever the
-batching, long documents truncated and counted, a folder that is not a model refused by name."""
+"""The model probe on tiny models built here: losses equal a direct forward pass and the whole
+float32 logits of one masked batch whatever the batching, layout and loss slices (packed where the
+architecture keeps packed documents apart, from the logits where its head is more than the output
+embedding), in the dtype the probe says; long documents truncated and counted, a folder that is
+not a model refused by name."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers", reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
+transformers = pytest.importorskip("transformers",
+                                   reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
 
 import torch  # noqa: E402
 
-from bench.tiny_model import WORDS, save_tiny_model  # noqa: E402
+from bench.tiny_model import WORDS, save_tiny_architecture, save_tiny_model  # noqa: E402
+from fw_assets.probe.batching import PACKED, PADDED  # noqa: E402
 from fw_assets.probe.causal_lm import CausalLM, NotAModel  # noqa: E402
 from fw_assets.probe.probes import ProbeSpec  # noqa: E402
 from fw_assets.probe.resources import ProbeResource  # noqa: E402
 
 TEXTS = [" ".join(WORDS[(i * 7) % 11 :][: 3 + i % 9]) + (" zebra" if i % 4 == 0 else "") for i in range(23)]
+# Documents of 0 to ~400 words, some cut at max_tokens 300: several batches, each of several loss
+# slices with a 32,000-word vocabulary (device_memory.loss_slice_positions: 1,398 positions).
+LONG_TEXTS = [" ".join(WORDS[(i * j) % len(WORDS)] for j in range((i * 37) % 400)) for i in range(40)]
+TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "max_position_embeddings": 512, "vocab_size": 64}
+# Architectures the probe meets: whether it packs their documents and computes their loss from the
+# hidden states (Cohere scales its logits; Bloom's ALiBi attention takes no position ids).
+ARCHITECTURES = {
+    "llama": (lambda: transformers.LlamaConfig(**TINY), PACKED, True),
+    "cohere": (lambda: transformers.CohereConfig(**TINY), PACKED, False),
+    "bloom": (lambda: transformers.BloomConfig(vocab_size=64, hidden_size=32, n_layer=1, n_head=2), PADDED, True),
+}
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture(scope="module")
+def wide_vocabulary_model(tmp_path_factory) -> Path:
+    return save_tiny_model(tmp_path_factory.mktemp("vocabulary-32k"), vocabulary=32_000, positions=512)
+
+
+@pytest.fixture(scope="module")
+def wide_reference(wide_vocabulary_model) -> np.ndarray:
+    return whole_logits_nll(wide_vocabulary_model, LONG_TEXTS, 300)
+
+
+def whole_logits_nll(folder: Path, texts: list[str], max_tokens: int) -> np.ndarray:
+    """The reference: each text's summed NLL from one right-padded batch with its attention
+    mask, the whole logits in float32 (batch x length x vocabulary)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    sequences = [[tokenizer.bos_token_id] + tokenizer(t, add_special_tokens=False)["input_ids"][:max_tokens]
+                 for t in texts]
+    ids = torch.zeros((len(sequences), max(map(len, sequences))), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)], mask[row, : len(sequence)] = torch.tensor(sequence), 1
+    with torch.inference_mode():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+        return (nll * mask[:, 1:]).sum(dim=1).double().numpy()
+
+
+def relative_difference(found: np.ndarray, expected: np.ndarray) -> float:
+    return float((np.abs(found - expected) / np.maximum(np.abs(expected), 1e-12)).max())
 
 
 def direct_nll(folder: Path, text: str, max_tokens: int) -> tuple[int, float]:
@@ -45,6 +95,79 @@ def test_losses_equal_a_direct_forward_pass_whatever_the_batching(tiny_model, ba
         assert abs(nll[i] - expected_nll) < 1e-4 * max(1.0, expected_nll)
     assert not truncated.any()
     assert (nbytes == [len(t.encode()) for t in TEXTS]).all()
+
+
+@pytest.mark.parametrize("layout", [PACKED, PADDED])
+@pytest.mark.parametrize("batch_tokens", [2048, None])
+def test_sliced_losses_in_either_layout_equal_the_whole_float32_logits_within_1e_6(
+    wide_vocabulary_model, wide_reference, layout, batch_tokens
+):
+    probe = CausalLM(ProbeSpec("wide", wide_vocabulary_model, max_tokens=300, batch_tokens=batch_tokens), layout=layout)
+    assert probe.sliced and probe.layout == layout and probe.slice_positions < probe.batch_tokens
+    scores = probe.score(LONG_TEXTS)
+    assert relative_difference(scores.nll, wide_reference) <= 1e-6
+    assert scores.truncated.any() and (scores.tokens[scores.truncated] == 300).all()
+    assert (scores.tokens[~scores.truncated] == [len(t.split()) for t, cut in zip(LONG_TEXTS, scores.truncated)
+                                                 if not cut]).all()
+
+
+def test_chunks_read_ahead_come_back_with_their_keys_and_the_scores_of_one_call(wide_vocabulary_model):
+    probe = CausalLM(ProbeSpec("wide", wide_vocabulary_model, max_tokens=300, batch_tokens=300))
+    chunks = [(f"chunk {i}", LONG_TEXTS[i : i + 7]) for i in range(0, len(LONG_TEXTS), 7)]
+    pools = list(probe.score_chunks(chunks))
+    assert len(pools) > 1, "a pool is about POOL_BATCHES batches, not the whole input"
+    assert [key for keys, _ in pools for key in keys] == [key for key, _ in chunks]
+    whole = probe.score(LONG_TEXTS)
+    for field in ("tokens", "nbytes", "truncated"):
+        assert (np.concatenate([getattr(s, field) for _, s in pools]) == getattr(whole, field)).all()
+    assert relative_difference(np.concatenate([s.nll for _, s in pools]), whole.nll) <= 1e-6
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_each_architecture_is_packed_and_sliced_as_far_as_its_losses_stay_equal(tmp_path, architecture):
+    config, layout, sliced = ARCHITECTURES[architecture]
+    folder = save_tiny_architecture(tmp_path / architecture, config())
+    probe = CausalLM(ProbeSpec(architecture, folder, max_tokens=300, batch_tokens=1024))
+    assert (probe.layout, probe.sliced) == (layout, sliced)
+    assert relative_difference(probe.score(LONG_TEXTS).nll, whole_logits_nll(folder, LONG_TEXTS, 300)) <= 1e-6
+
+
+def test_packing_a_model_that_cannot_keep_packed_documents_apart_is_refused(tmp_path):
+    folder = save_tiny_architecture(tmp_path / "bloom", ARCHITECTURES["bloom"][0]())
+    with pytest.raises(NotAModel, match="Probe bloom: the model does not keep packed documents apart"):
+        CausalLM(ProbeSpec("bloom", folder, max_tokens=64), layout=PACKED)
+
+
+def test_a_model_whose_attention_looks_ahead_is_refused(tmp_path):
+    """BERT loaded as a causal LM without `is_decoder` attends both ways: its losses would depend
+    on the padding after a document. Weights drawn wide, so that attention tells tokens apart."""
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, is_decoder=False, initializer_range=0.3)
+    folder = save_tiny_architecture(tmp_path / "bert", config)
+    with pytest.raises(NotAModel, match="Probe bert: the model's loss of a document changes with the documents "
+                                        "batched after it: it is not a causal language model"):
+        CausalLM(ProbeSpec("bert", folder, max_tokens=64))
+
+
+def test_the_probe_runs_in_the_dtype_it_says(wide_vocabulary_model, wide_reference):
+    """bfloat16 asked for on CPU: the weights and the computation are bfloat16, the losses near
+    float32's (the load-time check holds them within 1e-2)."""
+    probe = CausalLM(ProbeSpec("wide", wide_vocabulary_model, max_tokens=300, dtype="bfloat16"))
+    assert probe.model.dtype == torch.bfloat16 and probe.dtype == "bfloat16"
+    assert CausalLM(ProbeSpec("wide", wide_vocabulary_model, max_tokens=300)).model.dtype == torch.float32
+    assert relative_difference(probe.score(LONG_TEXTS).nll, wide_reference) < 1e-2
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("layout", [PACKED, PADDED])
+def test_compiled_as_on_cuda_the_losses_stay_those_of_the_whole_float32_logits(tiny_model, layout):
+    """torch.compile (the default on CUDA) on CPU: batches of two shapes or more (a pool's last is
+    smaller), so that the recompiling for new shapes is taken too."""
+    texts = TEXTS * 3
+    probe = CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=16, batch_tokens=32), layout=layout, compiled=True)
+    scores = probe.score(texts)
+    assert probe.compiled and not probe.compile_failure
+    assert relative_difference(scores.nll, whole_logits_nll(tiny_model, texts, 16)) <= 1e-6
 
 
 def test_long_documents_are_cut_at_max_tokens_and_counted(tiny_model):

@@ -88,6 +88,29 @@ def test_the_ui_shows_the_losses_of_a_retokenized_dump_stale(sample_source, toke
         assert probe_status(instance) == StaleStatus.STALE
 
 
+CODE_VERSION = "from fw_assets.probe.probe_loss import probe_loss; print(*probe_loss.code_versions_by_key.values())"
+
+
+def test_the_asset_code_version_follows_the_dtype_the_configured_model_runs_in(tmp_path):
+    """A dtype moves the losses by ~1e-4: running the configured model in another one marks
+    every dump's losses stale in the UI. What counts is the dtype it runs in, however set."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "gpt2", "dtype": "float32"}')
+
+    def code_version(**environment: str) -> str:
+        env = {**os.environ, "FW_PROBE_MODEL_DIR": str(model), "PYTHONPATH": os.pathsep.join(sys.path), **environment}
+        done = subprocess.run([sys.executable, "-c", CODE_VERSION], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    float32 = code_version(FW_PROBE_DEVICE="cpu", FW_PROBE_DTYPE="")
+    bfloat16 = code_version(FW_PROBE_DEVICE="cpu", FW_PROBE_DTYPE="bfloat16")
+    assert float32 != bfloat16 == code_version(FW_PROBE_DEVICE="cuda", FW_PROBE_DTYPE="auto")
+    assert code_version(FW_PROBE_DEVICE="cuda", FW_PROBE_DTYPE="float32") == float32
+
+
 def probe_status(instance: dg.DagsterInstance) -> StaleStatus:
     resolver = CachingStaleStatusResolver(instance, defs.resolve_asset_graph(), LoadingContextForTest(instance))
     return resolver.get_status(probe_loss.key, DUMP)
@@ -177,6 +200,7 @@ def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sampl
         assert (losses.column("tokens").to_numpy()[truncated] == 32).all()
         assert np.isfinite(losses.column("loss").to_numpy()).all()
     assert materialization.metadata["probe"].value["model_sha256"]
+    assert materialization.metadata["probe"].value["dtype"] == "float32", "the saved dtype, on CPU"
 
 
 def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_source, tokenized_sample, tmp_path):
