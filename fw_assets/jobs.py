@@ -9,7 +9,11 @@ token files (group `fineweb_edu_kept`) follow by declarative automation (fw_asse
 
 import dagster as dg
 
+from fw_assets import settings
 from fw_assets.partitions import SIGNING_GROUP
+
+# The tag that sends a run to a Celery queue (dagster-celery's, read by fw_assets.deploy.celery_launcher).
+CELERY_QUEUE_TAG = "dagster-celery/queue"
 
 signing_job = dg.define_asset_job(
     "dump_signing",
@@ -21,6 +25,8 @@ signing_job = dg.define_asset_job(
 probe_losses_job = dg.define_asset_job(
     "probe_losses",
     selection=dg.AssetSelection.groups("probe"),
+    # every run of it, the stale_losses sensor's too, on the GPU host's queue when there is one
+    tags={CELERY_QUEUE_TAG: settings.probe_queue()} if settings.probe_queue() else None,
     description="probe_loss of one dump: run by the stale_losses sensor for each dump whose losses a "
     "recipe reweights by are missing or were scored on token files replaced since.",
 )

@@ -18,6 +18,7 @@ MAX_DISK_ENV = "FW_MIXTURE_MAX_DISK_GIB"
 PROBE_MODEL_DIR_ENV = "FW_PROBE_MODEL_DIR"
 PROBE_DEVICE_ENV = "FW_PROBE_DEVICE"
 PROBE_DTYPE_ENV = "FW_PROBE_DTYPE"
+PROBE_QUEUE_ENV = "FW_PROBE_QUEUE"
 HOST_ENV = "FW_HOST"
 DEFAULT_SOURCE_DIR = "data/datasets/HuggingFaceFW/fineweb-edu"
 DEFAULT_OUTPUT_DIR = "data/datasets/fineweb"
@@ -91,6 +92,12 @@ def probe_dtype() -> str:
     """The dtype the model probe runs in: `auto` (default: bfloat16 on CUDA for float32 weights,
     else the saved dtype), `float32`, `bfloat16` or `float16`; checked by the probe's spec."""
     return os.environ.get(PROBE_DTYPE_ENV, "").strip() or "auto"
+
+
+def probe_queue() -> str | None:
+    """The Celery queue every `probe_losses` run is sent to (a GPU host's worker); None (unset): the
+    queue of its partition's kind, as any dump's run."""
+    return os.environ.get(PROBE_QUEUE_ENV, "").strip() or None
 
 
 def host_name() -> str:
