@@ -8,7 +8,10 @@ import sys
 from fw_assets import settings
 from fw_assets_tests.support.extras import extra_module
 
-SHOW_PROBE_JOB_TAGS = "import json; from fw_assets.definitions import defs; print(json.dumps(defs.resolve_job_def('probe_losses').tags))"
+SHOW_PROBE_JOB_TAGS = (
+    "import json; from fw_assets.definitions import defs; "
+    "print(json.dumps(defs.resolve_job_def('probe_losses').tags))"
+)
 
 
 def probe_job_tags(**env: str) -> dict:
