@@ -21,7 +21,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.formats.lineage import StaleInput
+from fw_assets.formats.lineage import RefusedInput
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.publish import PublishError
 from fw_assets.lib.slots import machine_slot
@@ -84,6 +84,11 @@ def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> 
     return failed
 
 
+def asset_code_version(context: dg.AssetExecutionContext) -> str:
+    """The code version of the step's asset: what its publications record they were made by."""
+    return context.assets_def.code_versions_by_key[context.asset_key]
+
+
 def partition_kind(context: dg.AssetExecutionContext) -> str:
     """What the step's partition key names: "dump" for the per-dump chain, else "recipe"."""
     return "dump" if context.assets_def.partitions_def is dump_partitions else "recipe"
@@ -122,11 +127,11 @@ def how_to_free(holder: dict) -> str:
 
 @contextmanager
 def refusing_stale_inputs() -> Iterator[None]:
-    """An input made from inputs replaced since (fw_assets.formats.lineage) fails the step with
-    what to run, not a traceback."""
+    """An input made from inputs replaced since, or whose record or files cannot be trusted
+    (fw_assets.formats.lineage), fails the step with what to run, not a traceback."""
     try:
         yield
-    except StaleInput as error:
+    except RefusedInput as error:
         raise dg.Failure(description=f"{error} Nothing was published.") from error
 
 
