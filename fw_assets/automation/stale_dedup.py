@@ -5,7 +5,8 @@ dump changed.
 its generation record names each of them among its inputs (an earlier dump not signed yet as not
 published, with the content version of those signed: fw_assets.dedup.signature_files.content_version).
 The sensor reads those records in the output folder, not the instance's history, with the one check
-every reader makes (fw_assets.lib.publish.changed_inputs). Three rules:
+every reader makes (fw_assets.formats.lineage.generation_state: a dump whose records cannot be trusted
+is skipped, named in the tick with the command that makes them again). Three rules:
 
 1. By content: a dump's decisions are stale only when an input's published version is not the one
    recorded (an earlier dump re-signed with other content, or signed after them). An identical
@@ -31,13 +32,15 @@ import xxhash
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.automation.observations import latest_observations
 from fw_assets.automation.output_folder import refused_folder
+from fw_assets.automation.skipped_dumps import skipped_note
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import published, read_by_decisions
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.dedup.minhash_policy import MINHASH_POLICY, Scope
+from fw_assets.formats.lineage import GenerationState, generation_state
 from fw_assets.jobs import dump_chain_job
-from fw_assets.lib.publish import changed_inputs, data_version, recorded_generation
+from fw_assets.lib.publish import data_version
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import publication_name
 from fw_assets.resources import FineWebStorage
@@ -53,42 +56,53 @@ def record_missing_observations(instance: dg.DagsterInstance, storage: FineWebSt
     than its latest observation (its run was killed between publishing and observing)."""
     observed = latest_observations(instance, band_key_index.key)
     for dump in dump_partitions.get_partition_keys():
-        record = recorded_generation(storage.output_root, publication_name("minhash", dump))
+        record = generation_state(storage.output_root, publication_name("minhash", dump), dump, False).record
         version = record and record["contents"].get("content_version")
         if version and observed.get(dump) != version:
             instance.report_runless_asset_event(published(dump, version, record["generation"]))
             log(f"{dump}: its minhash was published without its band_key_index observation; recorded it")
 
 
-def decision_inputs(root, dump: str) -> dict[str, str | None]:
-    """What a re-decision of `dump` would read, by publication name: each version published now."""
-    names = [publication_name("minhash", d) for d in read_by_decisions(dump, True)]
-    records = {name: recorded_generation(root, name) for name in [*names, publication_name("bucketed", dump)]}
-    return {name: data_version(record) if record else None for name, record in records.items()}
+def decision_inputs(root, dump: str) -> dict[str, GenerationState]:
+    """What a re-decision of `dump` would read, by publication name: each record published now (its
+    own inputs are not compared: the decisions read another dump's band keys by their content)."""
+    read = {publication_name("minhash", d): d for d in read_by_decisions(dump, True)}
+    return {name: generation_state(root, name, d, False)
+            for name, d in {**read, publication_name("bucketed", dump): dump}.items()}
 
 
-def stale_dumps(instance: dg.DagsterInstance, root) -> dict[str, str]:
+def stale_dumps(instance: dg.DagsterInstance, root) -> tuple[dict[str, str], dict[str, str]]:
     """Dump -> the run key of its re-decision, for every dump whose decisions are stale (module
-    docstring) and that has no queued or in-progress run deciding it."""
+    docstring) and that has no queued or in-progress run deciding it; and dump -> why it is skipped,
+    for each whose decisions' record, or a record they would be decided from, cannot be trusted."""
     storage = instance.event_log_storage
     signed = storage.get_latest_storage_id_by_partition(minhash.key, MATERIALIZATION)
     decided = storage.get_latest_storage_id_by_partition(deduplicated.key, MATERIALIZATION)
     planned = storage.get_latest_storage_id_by_partition(deduplicated.key, PLANNED)
     busy = unfinished_runs(instance, deduplicated.key)
-    stale = {}
+    stale, refused = {}, {}
     for dump in dump_partitions.get_partition_keys():
-        record = recorded_generation(root, publication_name("dedup", dump))
+        if dump in busy:
+            continue
+        state = generation_state(root, publication_name("dedup", dump), dump)
         attempt = planned.get(dump, 0)
         failed = attempt > decided.get(dump, 0)  # its latest attempt published nothing
-        if dump in busy or (record is None and not failed) or (record and not changed_inputs(root, record)):
+        if state.refusal:
+            refused[dump] = state.refusal
+            continue
+        if (state.record is None and not failed) or (state.record and not state.changed):
             continue
         # it failed with the earlier dumps published now (its own is signed in the run deciding it,
         # whose planned event comes first): the same run would fail again
         if failed and attempt > max((i for d, i in signed.items() if d < dump), default=0):
             continue
-        versions = json.dumps(decision_inputs(root, dump), sort_keys=True).encode()
-        stale[dump] = f"{dump}@inputs-{xxhash.xxh3_64(versions).hexdigest()}"
-    return stale
+        inputs = decision_inputs(root, dump)
+        if refusal := next((s.refusal for s in inputs.values() if s.refusal), None):
+            refused[dump] = refusal
+            continue
+        versions = {name: data_version(s.record) if s.record else None for name, s in inputs.items()}
+        stale[dump] = f"{dump}@inputs-{xxhash.xxh3_64(json.dumps(versions, sort_keys=True).encode()).hexdigest()}"
+    return stale, refused
 
 
 @dg.sensor(
@@ -108,7 +122,9 @@ def stale_dedup(context: dg.SensorEvaluationContext, storage: FineWebStorage) ->
     # a dead run of this host would otherwise count as in progress for good
     fail_dead_runs(context.instance, context.log.warning)
     record_missing_observations(context.instance, storage, context.log.info)
-    stale = stale_dumps(context.instance, storage.output_root)
+    stale, refused = stale_dumps(context.instance, storage.output_root)
+    for dump, refusal in refused.items():
+        context.log.warning(f"{dump}: skipped, {refusal}")
     for dump in stale:
         context.log.info(f"{dump}: decided against other band keys of an earlier dump; re-deciding it")
     if stale:
@@ -120,4 +136,5 @@ def stale_dedup(context: dg.SensorEvaluationContext, storage: FineWebStorage) ->
         )
     return dg.SensorResult(
         skip_reason="Every dump was decided against its earlier dumps' latest band keys, or has a run under way."
+        f"{skipped_note(refused)}"
     )

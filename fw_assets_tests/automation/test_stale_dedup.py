@@ -17,6 +17,7 @@ from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
 from fw_assets.definitions import defs
 from fw_assets.jobs import probe_losses_job
+from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.synthetic import write_sample_dumps
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.runs import materialize_dump, resources, run_waiting_for_its_retry, unfinished_run
@@ -155,3 +156,19 @@ def test_the_run_key_is_the_dump_and_the_inputs_it_will_read_whatever_the_histor
         assert tick(fresh, source, tmp_path) == requested
     materialize_dump(source, tmp_path, FIRST, assets=[minhash], instance=instance)  # the same content again
     assert tick(instance, source, tmp_path) == requested
+
+
+def test_a_dump_whose_record_cannot_be_trusted_is_skipped_by_name_the_others_requested(instance, source, tmp_path):
+    for dump in (SECOND, THIRD, FIRST):
+        materialize_dump(source, tmp_path, dump, instance=instance)
+    record = generation_record_path(tmp_path, publication_name("dedup", THIRD))
+    record.write_bytes(record.read_bytes()[:200])
+    assert set(tick(instance, source, tmp_path)) == {SECOND}
+    materialize_dump(source, tmp_path, SECOND, assets=[deduplicated], instance=instance)
+    context = dg.build_sensor_context(
+        instance=instance, definitions=defs, resources={"storage": resources(source, tmp_path)["storage"]})
+    result = stale_dedup(context)
+    assert not result.run_requests
+    for expected in (f"Skipped 1 dump(s) whose generation record cannot be trusted: Dump {THIRD}: the generation "
+                     f"record {record} cannot be trusted", f"--select deduplicated --partition {THIRD}`"):
+        assert expected in result.skip_reason.skip_message
