@@ -28,7 +28,7 @@ LAYERS = (
     ("synthetic",),  # generated FineWeb-Edu-shaped dumps, for the demo, tests and benchmarks
     ("partitions", "resources", "jobs", "contracts", "run_health"),  # Dagster plumbing
     (),  # the stages: bucketing, dedup, tokenizing, probe, mixtures
-    ("automation", "definitions", "demo", "deploy"),  # entry points
+    ("automation", "definitions", "demo", "deploy", "verify"),  # entry points
 )
 STAGE_LAYER = 5
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.
