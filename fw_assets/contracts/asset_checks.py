@@ -16,9 +16,11 @@ dump's partition, and the UI shows them against the dump's last published output
 was. The specs are blocking too: should a failed blocking result ever reach Dagster without the step
 raising, the dump's later stages still do not run.
 
-Each publishing asset also has a `published_files` check, run on demand (its Checks tab, per
-partition): what `python -m fw_assets.verify --partition KEY` does for that asset's outputs of the
-partition, each file re-read against the checksum its generation record holds.
+Each publishing asset also has a `published_files` check, per partition: what `python -m
+fw_assets.verify --partition KEY` does for that asset's outputs of the partition, each file re-read
+against the checksum its generation record holds. It runs when asked (the asset's Checks tab), and
+after its asset in a run that selects the asset with its checks (the UI's *Materialize*, the CLI's
+`--select`); the project's jobs, which the sensors run, leave it out.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
@@ -123,8 +125,8 @@ PUBLISHED_FILES = "published_files"
 def published_files_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     """The `published_files` check of a publishing asset, per partition: every file the asset
     published for it re-read against its generation record (fw_assets.formats.published_files).
-    Not blocking, and left out of the project's jobs: it reads back what a run just wrote, so it
-    runs when asked (the asset's Checks tab, or a run selecting it)."""
+    Not blocking; left out of the project's jobs (`without_published_files`), as it reads back all
+    that a run just wrote."""
     name = asset.key.to_user_string()
     stage = next(s for s, a in ASSET_OF_STAGE.items() if a == name)
 

@@ -4,11 +4,10 @@ file there, of its recorded size and re-read whole against its recorded checksum
 reads through fw_assets.formats.lineage instead.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fw_assets.formats.lineage import publication_stage, refresh_command
+from fw_assets.formats.lineage import ASSET_OF_STAGE, publication_stage, refresh_command
 from fw_assets.lib.generation_record import RecordRefused
 from fw_assets.lib.publish import PublishedOutputChanged, every_file, published_generation
 from fw_assets.paths import generation_record_path, publication_partition
@@ -38,16 +37,21 @@ class Problem:
     command: str
 
 
-def publication_names(output_root: Path, partition: str | None = None, stage: str | None = None) -> Iterator[str]:
-    """The publications with a generation record in the output folder, in name order: those of
-    `partition` (a dump or a recipe) and of `stage` when given."""
+def publication_names(output_root: Path, partition: str | None = None, stage: str | None = None) -> list[str]:
+    """The publications with a generation record in the output folder (those of `partition`, a
+    dump or a recipe, and of `stage` when given), in the pipeline's order of their stages, then by
+    name: made again in this order, each is made from inputs already made again."""
     folder = generation_record_path(output_root, "any").parent
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        name = path.name.removesuffix(".json")
-        if (partition is None or publication_partition(name) == partition) and (
-            stage is None or publication_stage(name) == stage
-        ):
-            yield name
+    names = [path.name.removesuffix(".json") for path in folder.glob("*.json")] if folder.is_dir() else []
+    chosen = [name for name in names if (partition is None or publication_partition(name) == partition)
+              and (stage is None or publication_stage(name) == stage)]
+    return sorted(chosen, key=lambda name: (_stage_rank(publication_stage(name)), name))
+
+
+def _stage_rank(stage: str) -> int:
+    """Where `stage` comes in the pipeline (a name of no known stage: last)."""
+    order = list(ASSET_OF_STAGE)
+    return order.index(stage) if stage in order else len(order)
 
 
 def verify_publications(output_root: Path, partition: str | None = None, stage: str | None = None) -> Verification:
