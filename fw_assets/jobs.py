@@ -4,23 +4,19 @@ and the one the `stale_losses` sensor runs: a dump's probe losses.
 The group's assets share the dump partitions and Dagster's default backfill policy (partitions.py),
 so the job is partitioned by dump, a run of it (the `new_dumps` sensor's, or the launchpad's) is one
 dump tagged `dagster/partition`, and a UI backfill of N dumps is N runs, each holding the whole chain.
-Neither runs the `published_files` checks, which read back what a run published: they run when
-asked (fw_assets.contracts.asset_checks).
 """
 
 import dagster as dg
 
-from fw_assets.contracts.asset_checks import without_published_files
-
 dump_chain_job = dg.define_asset_job(
     "dump_chain",
-    selection=without_published_files(dg.AssetSelection.groups("fineweb_edu")),
+    selection=dg.AssetSelection.groups("fineweb_edu"),
     description="Every stage of one dump: raw, sampled, bucketed and what follows them.",
 )
 
 probe_losses_job = dg.define_asset_job(
     "probe_losses",
-    selection=without_published_files(dg.AssetSelection.groups("probe")),
+    selection=dg.AssetSelection.groups("probe"),
     description="probe_loss of one dump: run by the stale_losses sensor for each dump whose losses a "
     "recipe reweights by are missing or were scored on token files replaced since.",
 )

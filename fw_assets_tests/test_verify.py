@@ -8,10 +8,12 @@ import dagster as dg
 import pytest
 
 from fw_assets.contracts.asset_checks import PUBLISHED_FILES, published_files_check
+from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets.verify import main as verify
+from fw_assets_tests.support.materialized_mixtures import CURRICULUM_NAME
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, resources
 from fw_assets_tests.support.trees import writable_copy
 
@@ -101,3 +103,24 @@ def test_the_published_files_check_verifies_one_dump_from_dagster(output, sample
     assert not damaged.passed and damaged.partition == FIRST and damaged.severity == dg.AssetCheckSeverity.ERROR
     assert flipped.replace("_", "\\_") in damaged.metadata["differs"].value
     assert f"--select tokenized --partition {FIRST}" in damaged.metadata["make_again"].value
+
+
+def test_a_view_linking_a_damaged_token_file_is_named_under_the_token_files_record_once(
+    output, sample_source, capsys
+):
+    """A plan's views are hard links to the token files: their bytes are read once, under the
+    record that wrote them; a view left linking an older token file is read under the plan's."""
+    assert dg.materialize([mixture_plan], partition_key=CURRICULUM_NAME,
+                          resources=resources(sample_source, output)).success  # the curriculum has views
+    flipped = flip_a_bit_of_a_token_file(output, FIRST)
+    plan = json.loads(generation_record_path(output, publication_name("mixture_plan", CURRICULUM_NAME)).read_text())
+    views = [f for f, entry in plan["files"].items() if entry.get("link_of") == flipped]
+    assert views, "the plan links the damaged token file"
+    assert verify(["--output", str(output)]) == 1
+    printed = capsys.readouterr().out
+    assert f"  {flipped} has other bytes" in printed and "mixture_plan" not in printed
+    token_file = output / flipped  # made again, as a new file: the views keep linking the old one
+    token_file.rename(token_file.with_name("old.bin"))
+    token_file.write_bytes(token_file.with_name("old.bin").read_bytes())
+    assert verify(["--output", str(output), "--partition", CURRICULUM_NAME]) == 1
+    assert f"  {views[0]} has other bytes than were published" in capsys.readouterr().out

@@ -18,9 +18,9 @@ raising, the dump's later stages still do not run.
 
 Each publishing asset also has a `published_files` check, per partition: what `python -m
 fw_assets.verify --partition KEY` does for that asset's outputs of the partition, each file re-read
-against the checksum its generation record holds. It runs when asked (the asset's Checks tab), and
-after its asset in a run that selects the asset with its checks (the UI's *Materialize*, the CLI's
-`--select`); the project's jobs, which the sensors run, leave it out.
+against the checksum its generation record holds. It runs after its asset in every run that
+materializes it (reading back, once, what the step published: a hard link to another publication's
+file is that publication's to read), and when asked (the asset's Checks tab, per partition).
 """
 
 from collections.abc import Iterator, Mapping, Sequence
@@ -125,8 +125,7 @@ PUBLISHED_FILES = "published_files"
 def published_files_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
     """The `published_files` check of a publishing asset, per partition: every file the asset
     published for it re-read against its generation record (fw_assets.formats.published_files).
-    Not blocking; left out of the project's jobs (`without_published_files`), as it reads back all
-    that a run just wrote."""
+    Not blocking: a file that differs is its asset's to make again, which the check names."""
     name = asset.key.to_user_string()
     stage = next(s for s, a in ASSET_OF_STAGE.items() if a == name)
 
@@ -150,9 +149,3 @@ def published_files_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinitio
 
     return published_files
 
-
-def without_published_files(selection: dg.AssetSelection) -> dg.AssetSelection:
-    """`selection` without the `published_files` checks: a job that publishes does not read back
-    everything it just wrote."""
-    return selection - dg.AssetSelection.checks(
-        *(dg.AssetCheckKey(dg.AssetKey(asset), PUBLISHED_FILES) for asset in ASSET_OF_STAGE.values()))

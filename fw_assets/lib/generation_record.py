@@ -9,7 +9,9 @@ wherever a record is read: every field required, with its type, and nothing else
     published_at     when, in UTC: `YYYY-MM-DDTHH:MM:SSZ`
     code_version     the code version of the asset that published it
     files            each published file, by its path under the output folder (relative, never
-                     leaving it): {"size": bytes, "xxh3_128": its checksum, 32 hex digits}
+                     leaving it): {"size": bytes, "xxh3_128": its checksum, 32 hex digits}, and for
+                     a hard link to another publication's file, "link_of": that file's path (its
+                     bytes are verified under that file's record while both are one file)
     contents         what the writer says of its content (an object; its keys are the stage's)
     inputs           what it was made from, by name, possibly none: each an object; a publication's
                      with `generation` (12 hex digits, or null: not published then) and, where the
@@ -44,6 +46,7 @@ FIELDS: dict[str, type] = {
     "record_checksum": str,
 }
 FILE_FIELDS: dict[str, type] = {"size": int, ALGORITHM: str}
+LINK_OF = "link_of"  # the one optional field of a file's entry
 GENERATION = re.compile(r"[0-9a-f]{12}")
 DIGEST = re.compile(rf"[0-9a-f]{{{DIGEST_LENGTH}}}")
 PUBLISHED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
@@ -60,9 +63,10 @@ class RecordRefused(ValueError):
         self.name, self.path, self.reason = name, path, reason
 
 
-def file_entry(size: int, checksum: str) -> dict:
-    """What a record says of one published file."""
-    return {"size": size, ALGORITHM: checksum}
+def file_entry(size: int, checksum: str, link_of: str | None = None) -> dict:
+    """What a record says of one published file (a hard link to another publication's file, at
+    `link_of`, relative to the output folder)."""
+    return {"size": size, ALGORITHM: checksum, **({LINK_OF: link_of} if link_of else {})}
 
 
 def sealed(record: dict) -> dict:
@@ -134,16 +138,23 @@ def _values_problem(record: dict) -> str | None:
 
 
 def _file_problem(relative: str, entry: Any) -> str | None:
-    path = PurePosixPath(relative)
-    if path.is_absolute() or ".." in path.parts or str(path) != relative or path.parts[0] in NOT_PUBLISHED:
+    if not _published_path(relative):
         return "not a path inside the output folder's published files"
-    if not isinstance(entry, dict) or set(entry) != set(FILE_FIELDS):
+    if not isinstance(entry, dict) or not set(FILE_FIELDS) <= set(entry) <= {*FILE_FIELDS, LINK_OF}:
         return f"is {json.dumps(entry)[:80]}, not {{\"size\": …, \"{ALGORITHM}\": …}}"
+    if LINK_OF in entry and not (isinstance(entry[LINK_OF], str) and _published_path(entry[LINK_OF])):
+        return f"{LINK_OF} {entry[LINK_OF]!r} is not a path inside the output folder's published files"
     if not _is(entry["size"], int) or entry["size"] < 0:
         return f"size {entry['size']!r} is not a number of bytes"
     if not isinstance(entry[ALGORITHM], str) or not DIGEST.fullmatch(entry[ALGORITHM]):
         return f"{ALGORITHM} {entry[ALGORITHM]!r} is not {DIGEST_LENGTH} hex digits"
     return None
+
+
+def _published_path(relative: str) -> bool:
+    """A normalized relative path inside the output folder, outside its records and staging."""
+    path = PurePosixPath(relative)
+    return not (path.is_absolute() or ".." in path.parts or str(path) != relative or path.parts[0] in NOT_PUBLISHED)
 
 
 def _input_problem(entry: Any) -> str | None:

@@ -42,7 +42,7 @@ from typing import Any
 
 from fw_assets.lib import checksums
 from fw_assets.lib.checksums import ALGORITHM
-from fw_assets.lib.generation_record import RECORD_FORMAT, RecordRefused, file_entry, parse_record, sealed
+from fw_assets.lib.generation_record import LINK_OF, RECORD_FORMAT, RecordRefused, file_entry, parse_record, sealed
 from fw_assets.paths import generation_record_path, publish_locks_dir, staging_root
 
 JOURNAL = "PUBLISH.json"
@@ -184,7 +184,9 @@ class Staging:
             for path in sorted(staged.rglob("*")) if staged.is_dir() else [staged]:
                 if path.is_file():
                     published = target / path.relative_to(staged) if staged.is_dir() else target
-                    entry = file_entry(path.stat().st_size, checksums.staged_checksum(path))
+                    link = checksums.linked_file(path)
+                    entry = file_entry(path.stat().st_size, checksums.staged_checksum(path),
+                                       str(link.relative_to(self.output_root)) if link else None)
                     files[str(published.relative_to(self.output_root))] = entry
                     staged_files.append(path)
         checksums.forget(staged_files)
@@ -343,7 +345,8 @@ def published_generation(
 def changed_files(output_root: Path, record: dict, verified: FileSelection = every_file) -> list[str]:
     """How the published files differ from what `record` lists, one line each ([] when none): a file
     missing or of another size, or, among those `verified` selects, of other bytes than its checksum
-    (each re-read whole)."""
+    (each re-read whole; a hard link still one file with the file it links is that file's record's
+    to verify, not read again here)."""
     changed = []
     for relative, entry in record["files"].items():
         published = output_root / relative
@@ -351,9 +354,16 @@ def changed_files(output_root: Path, record: dict, verified: FileSelection = eve
             changed.append(f"{relative} is missing")
         elif (size := published.stat().st_size) != entry["size"]:
             changed.append(f"{relative} has {size:,} bytes, not {entry['size']:,}")
-        elif verified(relative) and checksums.file_checksum(published) != entry[ALGORITHM]:
+        elif verified(relative) and not _linked(output_root, published, entry) and (
+            checksums.file_checksum(published) != entry[ALGORITHM]
+        ):
             changed.append(f"{relative} has other bytes than were published ({ALGORITHM} differs)")
     return changed
+
+
+def _linked(output_root: Path, published: Path, entry: dict) -> bool:
+    """Whether a published file is still one file with the other publication's file it links."""
+    return LINK_OF in entry and checksums.same_file(published, output_root / entry[LINK_OF])
 
 
 def input_entry(record: dict | None, **identity: Any) -> dict:

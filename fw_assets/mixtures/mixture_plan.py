@@ -214,14 +214,15 @@ def _moves(
 
 def _remember_linked_tokens(root: Path, plan: MixturePlan, records: dict[str, dict], views: Path) -> None:
     """Each staged view's `.bin` is a hard link to its token file: its checksum is the token file's,
-    as the token file's generation record holds it (not read back: the tokens of every view). A copy
-    (a link cannot cross filesystems) is read back when published."""
+    as the token file's generation record holds it, and its record says which file it links (not
+    read back, nor by the plan's readers: the tokens of every view). A copy (a link cannot cross
+    filesystems) is read back when published."""
     for selection in plan.views:
         file = selection.file
-        staged = bin_path(views / selection.stage / file.bucket / file.dump)
-        if staged.stat().st_nlink > 1:
-            entry = records[file.dump]["files"][str(bin_path(Path(file.path)).relative_to(root))]
-            checksums.remember(staged, entry[ALGORITHM])
+        staged, original = bin_path(views / selection.stage / file.bucket / file.dump), bin_path(Path(file.path))
+        if checksums.same_file(staged, original):
+            entry = records[file.dump]["files"][str(original.relative_to(root))]
+            checksums.remember(staged, entry[ALGORITHM], original)
 
 
 def _metadata(plan: MixturePlan, figures: dict, report: str, freshness: str, root: Path) -> dict:

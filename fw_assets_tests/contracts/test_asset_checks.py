@@ -26,7 +26,7 @@ def test_blocking_checks_are_declared_on_every_stage_per_dump():
             assert spec.partitions_def is not None and DUMP in spec.partitions_def.get_partition_keys()
 
 
-def test_every_publishing_asset_has_a_published_files_check_per_partition_left_out_of_the_jobs():
+def test_every_publishing_asset_has_a_published_files_check_per_partition():
     from fw_assets.definitions import PUBLISHING, defs
 
     graph = defs.resolve_asset_graph()
@@ -36,6 +36,3 @@ def test_every_publishing_asset_has_a_published_files_check_per_partition_left_o
     for asset in PUBLISHING:
         assert not checked[asset.key].blocking
         assert checked[asset.key].partitions_def == asset.partitions_def
-    for job in ("dump_chain", "probe_losses"):
-        steps = defs.resolve_job_def(job).graph.node_names()
-        assert steps and not [step for step in steps if step.endswith(PUBLISHED_FILES)], job

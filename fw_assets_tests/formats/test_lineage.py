@@ -107,6 +107,9 @@ def test_every_file_of_a_clean_build_matches_its_checksum(everything):
     file's checksum, every other file is read back: all of them are the bytes on disk."""
     found = verify_publications(everything)
     assert found.passed and found.publications == len(records(everything)) and found.files > 0
+    (plan,) = [r for r in records(everything) if publication_stage(r["name"]) == "mixture_plan"]
+    views = {f: entry for f, entry in plan["files"].items() if "/views/" in f and f.endswith(".bin")}
+    assert views and all((everything / f).samefile(everything / e["link_of"]) for f, e in views.items())
 
 
 def _damageable(everything, tmp_path) -> Path:

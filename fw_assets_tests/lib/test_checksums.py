@@ -7,7 +7,7 @@ import pytest
 import xxhash
 
 from fw_assets.lib import checksums
-from fw_assets.lib.checksums import file_checksum, staged_checksum
+from fw_assets.lib.checksums import file_checksum, linked_file, staged_checksum
 from fw_assets.lib.write_behind import WriteBehindFile
 
 
@@ -31,7 +31,9 @@ def test_a_file_written_behind_is_never_read_back_for_its_checksum(tmp_path, mon
     assert staged_checksum(path) == expected
     link = tmp_path / "view.bin"
     os.link(path, link)  # a hard link is the same file
-    assert staged_checksum(link) == expected
+    assert staged_checksum(link) == expected and linked_file(link) is None
+    checksums.remember(link, expected, path)  # a staged link to a published file, as a plan's views
+    assert staged_checksum(link) == expected and linked_file(link) == path
 
 
 def test_a_file_changed_after_it_was_written_is_read_back(tmp_path):

