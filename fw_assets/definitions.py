@@ -16,6 +16,7 @@ from fw_assets.automation.stale_losses import stale_losses
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.contracts.asset_checks import published_files_check
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
@@ -30,9 +31,12 @@ from fw_assets.resources import FineWebStorage, Warehouse
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
 
+PUBLISHING = [sampled, bucketed, minhash, deduplicated, tokenized, probe_loss, mixture_plan, megatron_indexes, packed]
+
 defs = dg.Definitions(
     assets=[raw, sampled, bucketed, minhash, band_key_index, deduplicated, tokenized, probe_loss,
             mixture_inputs, mixture_plan, megatron_indexes, packed],
+    asset_checks=[published_files_check(asset) for asset in PUBLISHING],
     # Every step of a dump's run already uses all usable cores (DuckDB threads, the tokenizer's
     # process pool): a process per step would only add a Python + Dagster start per step (2x the
     # time of a 1M-document dump, docs/benchmarks.md). Dumps run in parallel as runs.

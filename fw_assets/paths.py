@@ -89,6 +89,19 @@ def publication_name(step: str, *keys: str) -> str:
     return "-".join((step, *keys))
 
 
+# The steps published per recipe (`mixture_plan-<recipe>`); every other step per dump, its name ending
+# with the dump (`tokenized-<tokenizer>-CC-MAIN-2013-20`).
+RECIPE_STEPS = ("mixture_plan", "megatron_indexes", "packed")
+DUMP_AT_END = re.compile(r"-(CC-MAIN-[0-9]{4}-[0-9]{2})\Z")
+
+
+def publication_partition(name: str) -> str:
+    """The partition (dump or recipe) of the publication named `name`, as `publication_name` spelled it."""
+    step, _, rest = name.partition("-")
+    found = None if step in RECIPE_STEPS else DUMP_AT_END.search(name)
+    return found.group(1) if found else rest
+
+
 def generation_record_path(output_root: Path, name: str) -> Path:
     """The generation record of publication `name` (e.g. `published/bucketed-CC-MAIN-2013-20.json`)."""
     return output_root / "published" / f"{name}.json"

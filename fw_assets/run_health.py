@@ -27,7 +27,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.formats.lineage import StaleInput
+from fw_assets.formats.lineage import RefusedInput
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
 from fw_assets.lib.fence import Guard, guarded_by
 from fw_assets.lib.publish import PublishError
@@ -111,6 +111,11 @@ def fail_dead_runs(instance: dg.DagsterInstance, log: Callable[[str], None]) -> 
     return failed
 
 
+def asset_code_version(context: dg.AssetExecutionContext) -> str:
+    """The code version of the step's asset: what its publications record they were made by."""
+    return context.assets_def.code_versions_by_key[context.asset_key]
+
+
 def partition_kind(context: dg.AssetExecutionContext) -> str:
     """What the step's partition key names: "dump" for the per-dump chain, else "recipe"."""
     return "dump" if context.assets_def.partitions_def is dump_partitions else "recipe"
@@ -182,11 +187,11 @@ def publishing_while_live(instance: dg.DagsterInstance, run_id: str) -> Guard:
 
 @contextmanager
 def refusing_stale_inputs() -> Iterator[None]:
-    """An input made from inputs replaced since (fw_assets.formats.lineage) fails the step with
-    what to run, not a traceback."""
+    """An input made from inputs replaced since, or whose record or files cannot be trusted
+    (fw_assets.formats.lineage), fails the step with what to run, not a traceback."""
     try:
         yield
-    except StaleInput as error:
+    except RefusedInput as error:
         raise dg.Failure(description=f"{error} Nothing was published.") from error
 
 

@@ -29,7 +29,7 @@ LAYERS = (
     ("synthetic",),  # generated FineWeb-Edu-shaped dumps, for the demo, tests and benchmarks
     ("partitions", "resources", "jobs", "contracts", "run_health", "crawl_order"),  # Dagster plumbing
     (),  # the step folders: bucketing, dedup, tokenizing, probe, mixtures
-    ("automation", "definitions", "demo", "deploy", "backfill"),  # entry points
+    ("automation", "definitions", "demo", "deploy", "backfill", "verify"),  # entry points
 )
 STEP_LAYER = 5
 # Modules that must never import Dagster: plain logic, called by tests, benchmarks and workers.

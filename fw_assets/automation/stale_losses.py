@@ -10,7 +10,9 @@ plan shows stale in the UI (`mixture_inputs` follows the token files and the los
 Never beside a dump's own run (it waits for the chain to publish), never for token files that are
 themselves stale (their dump is decided and tokenized again first), and once per token generation: the run
 key holds it, so a failed run is not requested again until the dump is tokenized again. Recipes
-reweighting by another probe than the configured one (`FW_PROBE_MODEL_DIR`) are named in the tick.
+reweighting by another probe than the configured one (`FW_PROBE_MODEL_DIR`) are named in the tick,
+and so is each dump whose token or loss record cannot be trusted (fw_assets.formats.lineage.generation_state),
+with the command that makes it again; the other dumps are scored as ever.
 """
 
 import fnmatch
@@ -19,8 +21,9 @@ import dagster as dg
 
 from fw_assets.automation.dump_runs import unfinished_runs
 from fw_assets.automation.output_folder import refused_folder
+from fw_assets.automation.skipped_dumps import skipped_note
+from fw_assets.formats.lineage import generation_state
 from fw_assets.jobs import probe_losses_job
-from fw_assets.lib.publish import changed_inputs, recorded_generation
 from fw_assets.mixtures.partitions import current_recipe_files
 from fw_assets.mixtures.recipe import RecipeError, load_recipe
 from fw_assets.partitions import dump_partitions
@@ -48,17 +51,20 @@ def reweighted_dumps(probes: dict[str, list[str]], dumps: list[str]) -> dict[str
     return wanted
 
 
-def losses_to_score(root, probe: str, tokenizer: str, dumps: set[str]) -> dict[str, str]:
-    """Dump -> run key, for each of `dumps` whose current token files have no losses of `probe`."""
-    requests = {}
+def losses_to_score(root, probe: str, tokenizer: str, dumps: set[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Dump -> run key, for each of `dumps` whose current token files have no losses of `probe`;
+    and dump -> why not, for each whose token or loss record cannot be trusted."""
+    requests, refused = {}, {}
     for dump in sorted(dumps):
-        tokens = recorded_generation(root, publication_name("tokenized", tokenizer, dump))
-        if tokens is None or changed_inputs(root, tokens):
+        tokens = generation_state(root, publication_name("tokenized", tokenizer, dump), dump)
+        losses = generation_state(root, publication_name("probe_loss", probe, dump), dump)
+        if refusal := tokens.refusal or losses.refusal:
+            refused[dump] = refusal
+        elif tokens.record is None or tokens.changed:
             continue  # not tokenized, or to be tokenized again first
-        losses = recorded_generation(root, publication_name("probe_loss", probe, dump))
-        if losses is None or changed_inputs(root, losses):
-            requests[dump] = f"{dump}@{probe}-tokens-{tokens['generation']}"
-    return requests
+        elif losses.record is None or losses.changed:
+            requests[dump] = f"{dump}@{probe}-tokens-{tokens.record['generation']}"
+    return requests, refused
 
 
 @dg.sensor(
@@ -90,11 +96,13 @@ def stale_losses(context: dg.SensorEvaluationContext, storage: FineWebStorage, p
     if configured not in wanted:
         return dg.SensorResult(skip_reason=f"No recipe reweights by the configured probe {configured}.{elsewhere}")
     busy = unfinished_runs(context.instance)
-    due = losses_to_score(storage.output_root, configured, probe.tokenizer, wanted[configured] - set(busy))
+    due, refused = losses_to_score(storage.output_root, configured, probe.tokenizer, wanted[configured] - set(busy))
+    for dump, refusal in refused.items():
+        context.log.warning(f"{dump}: skipped, {refusal}")
     for dump in due:
         context.log.info(f"{dump}: no losses of probe {configured} for its current token files; scoring them")
     if due:
         requests = [dg.RunRequest(run_key=key, partition_key=dump) for dump, key in due.items()]
         return dg.SensorResult(run_requests=requests)
     return dg.SensorResult(skip_reason=f"Every dump reweighted by probe {configured} has losses of its current "
-                                       f"token files, or a run under way.{elsewhere}")
+                                       f"token files, or a run under way.{skipped_note(refused)}{elsewhere}")

@@ -15,7 +15,7 @@ from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
@@ -25,7 +25,7 @@ from fw_assets.paths import (
     spill_dir,
 )
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
 from fw_assets.sampling_policy import SEED_POLICY
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
@@ -58,8 +58,11 @@ def bucketed(
     started = time.monotonic()
     with (
         heavy_step(context, root, DUCKDB_POOL, SpaceNeed(source.bytes, BUCKETED_SPACE)),
-        staged_publication(root, publication_name("bucketed", source.dump), source.dump, log) as staging,
-        checked_generation(root, publication_name("sampled", source.dump), source.dump, log) as sampled_record,
+        staged_publication(root, publication_name("bucketed", source.dump), source.dump, log,
+                           code_version=asset_code_version(context)) as staging,
+        # every row's decision is joined: the selection is read whole
+        checked_generation(root, publication_name("sampled", source.dump), source.dump, log,
+                           every_file) as sampled_record,
     ):
         if sampled_record is None:
             raise dg.Failure(

@@ -20,7 +20,7 @@ from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import publication_name, selection_path, spill_dir
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
 from fw_assets.sampling_policy import SEED_POLICY
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
@@ -54,7 +54,8 @@ def sampled(
     with (
         heavy_step(context, storage.output_root, DUCKDB_POOL, _space_needed(source)),
         staged_publication(
-            storage.output_root, publication_name("sampled", source.dump), source.dump, context.log.info
+            storage.output_root, publication_name("sampled", source.dump), source.dump, context.log.info,
+            code_version=asset_code_version(context),
         ) as staging,
     ):
         staged = staging.path / "selection.parquet"

@@ -15,6 +15,12 @@ materialization, or at none. A refused step stores no materialization: its resul
 dump's partition, and the UI shows them against the dump's last published output, which stays as it
 was. The specs are blocking too: should a failed blocking result ever reach Dagster without the step
 raising, the dump's later steps still do not run.
+
+Each publishing asset also has a `published_files` check, per partition: what `python -m
+fw_assets.verify --partition KEY` does for that asset's outputs of the partition, each file re-read
+against the checksum its generation record holds. It runs after its asset in every run that
+materializes it (reading back, once, what the step published: a hard link to another publication's
+file is that publication's to read), and when asked (the asset's Checks tab, per partition).
 """
 
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,7 +30,12 @@ from typing import Any
 import dagster as dg
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, rejection_message
+from fw_assets.formats.lineage import ASSET_OF_STEP
+from fw_assets.formats.published_files import verify_publications
+from fw_assets.lib.checksums import ALGORITHM
+from fw_assets.lib.markdown import literal, table
 from fw_assets.partitions import dump_partitions
+from fw_assets.resources import FineWebStorage
 
 # What an asset with a contract yields: its check results (only when refused), or its materialization.
 Events = Iterator[dg.AssetCheckResult | dg.MaterializeResult]
@@ -106,3 +117,35 @@ def guard(dump: str, step: str, outcomes: Sequence[CheckOutcome], kind: str = "D
                 ),
             },
         )
+
+
+PUBLISHED_FILES = "published_files"
+
+
+def published_files_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    """The `published_files` check of a publishing asset, per partition: every file the asset
+    published for it re-read against its generation record (fw_assets.formats.published_files).
+    Not blocking: a file that differs is its asset's to make again, which the check names."""
+    name = asset.key.to_user_string()
+    step = next(s for s, a in ASSET_OF_STEP.items() if a == name)
+
+    @dg.asset_check(
+        asset=asset,
+        name=PUBLISHED_FILES,
+        partitions_def=asset.partitions_def,
+        description=f"Every file {name} published for the partition, re-read: there, of its recorded size "
+        f"and {ALGORITHM} checksum, its generation record whole (`python -m fw_assets.verify --partition KEY`).",
+    )
+    def published_files(context: dg.AssetCheckExecutionContext, storage: FineWebStorage) -> dg.AssetCheckResult:
+        found = verify_publications(storage.output_root, context.partition_key, step)
+        metadata: dict[str, dg.RawMetadataValue] = {"publications": found.publications, "files": found.files}
+        if found.problems:
+            rows = [(publication, literal(line))
+                    for publication, problem in found.problems.items() for line in problem.differs]
+            metadata["differs"] = dg.MetadataValue.md(table(["publication", "what differs"], rows))
+            metadata["make_again"] = dg.MetadataValue.md(
+                "\n".join(f"- `{problem.command}`" for problem in found.problems.values()))
+        return dg.AssetCheckResult(passed=found.passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata)
+
+    return published_files
+

@@ -10,7 +10,8 @@ import duckdb
 
 from fw_assets import settings
 from fw_assets.dedup.explain import explain
-from fw_assets.formats.lineage import StaleInput, refresh_command, refuse_stale_inputs
+from fw_assets.formats.lineage import StaleInput, damage_message, refresh_command, refuse_stale_inputs
+from fw_assets.lib.generation_record import RecordRefused
 from fw_assets.lib.publish import recorded_generation
 from fw_assets.paths import decision_files, generation_record_path, minhash_path, publication_name
 
@@ -48,15 +49,18 @@ def _unexplainable(output: Path, dump: str, decisions: Path) -> str | None:
     """Why the decisions of `dump` cannot be explained (None if they can): their bands are read
     from the minhash files they were decided on, which only their generation record names."""
     name = publication_name("dedup", dump)
-    record = recorded_generation(output, name)
+    try:
+        record = recorded_generation(output, name)
+        if record is not None:
+            refuse_stale_inputs(output, record)
+    except RecordRefused as error:
+        return damage_message(error)
+    except StaleInput as error:
+        return str(error)
     if record is None:
         return (f"Dump {dump}: {decisions} has no generation record ({generation_record_path(output, name)}) "
                 f"under {output}, so the minhash files it was decided on are unknown. Make the decisions "
                 f"again: `{refresh_command(name, dump)}`.")
-    try:
-        refuse_stale_inputs(output, record)
-    except StaleInput as error:
-        return str(error)
     return None
 
 

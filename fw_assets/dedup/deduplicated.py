@@ -8,7 +8,6 @@ record and metadata). Decisions never change older dumps', so one run per dump w
 file. When it runs: fw_assets.crawl_order (once the dump and the earlier dumps in flight are signed).
 """
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -43,7 +42,7 @@ from fw_assets.dedup.signature_files import MinhashFileError
 from fw_assets.formats.lineage import checked_generation, content_generation
 from fw_assets.lib.disk import SpaceNeed, naming
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
+from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication, trusted_record
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP_KEPT
 from fw_assets.paths import (
@@ -56,7 +55,7 @@ from fw_assets.paths import (
     spill_dir,
 )
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
 
 SQL = ("dedup_decisions", "dedup_sorted_keys", *CONTRACT_SQL)
 MODULES = tuple(
@@ -98,7 +97,8 @@ def deduplicated(
     started, cpu_started = time.monotonic(), time.process_time()
     with (
         heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
-        staged_publication(root, publication_name("dedup", dump), dump, log) as staging,
+        staged_publication(root, publication_name("dedup", dump), dump, log,
+                           code_version=asset_code_version(context)) as staging,
         _published_inputs(root, dump, log) as inputs,
         warehouse.connect(spill_dir(root)) as con,
     ):
@@ -212,8 +212,8 @@ def _earlier_version(root: Path, dump: str, earlier: str, record: dict) -> str:
 
 
 def _space_needed(root: Path, dump: str) -> SpaceNeed:
-    record = generation_record_path(root, publication_name("minhash", dump))
-    documents = json.loads(record.read_text())["contents"]["documents"] if record.is_file() else 0
+    record = trusted_record(root, publication_name("minhash", dump))
+    documents = record["contents"]["documents"] if record else 0
     return SpaceNeed(documents * BYTES_PER_DECISION, f"under {BYTES_PER_DECISION} bytes per signed document")
 
 

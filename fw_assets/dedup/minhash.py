@@ -1,6 +1,5 @@
 """`minhash`: each bucketed document's LSH band keys and b-bit signature, one set of files per dump."""
 
-import json
 import time
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from fw_assets.dedup.minhash_policy import MINHASH_POLICY
 from fw_assets.dedup.signature_files import BucketedFileError, content_version, write_minhash_file
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed, naming
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication, trusted_record
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
@@ -23,7 +22,7 @@ from fw_assets.paths import (
     spill_dir,
 )
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
 
 # What decides the file's bytes; the policy's signature fingerprint (n-gram, bands, rows, seed,
 # bits, shingling version) leads the code version: changing any of them re-signs every dump.
@@ -58,8 +57,10 @@ def minhash(
     started = time.monotonic()
     with (
         heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
-        staged_publication(root, publication_name("minhash", dump), dump, log) as staging,
-        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
+        staged_publication(root, publication_name("minhash", dump), dump, log,
+                           code_version=asset_code_version(context)) as staging,
+        # every text is signed: the bucketed files are read whole
+        checked_generation(root, publication_name("bucketed", dump), dump, log, every_file) as bucketed_record,
     ):
         if bucketed_record is None:
             raise dg.Failure(
@@ -111,10 +112,7 @@ def minhash(
 
 
 def _space_needed(root: Path, dump: str) -> SpaceNeed:
-    record = generation_record_path(root, publication_name("bucketed", dump))
-    rows = (
-        sum(b["rows"] for b in json.loads(record.read_text())["contents"]["buckets"].values())
-        if record.is_file() else 0
-    )
+    record = trusted_record(root, publication_name("bucketed", dump))
+    rows = sum(b["rows"] for b in record["contents"]["buckets"].values()) if record else 0
     return SpaceNeed(rows * MINHASH_BYTES_PER_DOCUMENT,
                      f"about {MINHASH_BYTES_PER_DOCUMENT} bytes per bucketed document")

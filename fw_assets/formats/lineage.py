@@ -9,34 +9,62 @@ the `explain` commands read an upstream output: it refuses a stale one, naming b
 the command that makes it again. An output read for its content alone (another dump's band keys,
 compared by content version) is read with `content_generation`: whether it is still current is its
 own chain's to settle, and a reader that recorded its content sees any change of it.
+
+Both refuse a record that fails its schema (missing, truncated, of another publication, of an unknown
+shape: fw_assets.lib.generation_record), theirs or one of its inputs', and a published file missing,
+resized or, among the files the reader reads whole anyway (`verified`), of other bytes than its
+checksum: each naming the file and the command that makes the output again (DamagedOutput). The
+sensors read records with `generation_state`, which says the same instead of raising.
 """
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from fw_assets.lib.publish import ChangedInput, Log, changed_inputs, published_generation
+from fw_assets.lib.generation_record import RecordRefused
+from fw_assets.lib.publish import (
+    ChangedInput,
+    FileSelection,
+    Log,
+    PublishedOutputChanged,
+    changed_inputs,
+    no_file,
+    published_generation,
+    recorded_generation,
+)
+from fw_assets.paths import RECIPE_STEPS, generation_record_path, publication_partition
 
-# What makes a publication again, by the step its name begins with (fw_assets.paths.publication_name).
-# A recipe's outputs are made again with what follows them (the plan's indexes are built from it).
-REFRESHED_BY = {
+# The asset that publishes each step's outputs (the step their name begins with:
+# fw_assets.paths.publication_name).
+ASSET_OF_STEP = {
     "sampled": "sampled",
     "bucketed": "bucketed",
     "minhash": "minhash",
     "dedup": "deduplicated",
     "tokenized": "tokenized",
     "probe_loss": "probe_loss",
-    "mixture_plan": "'mixture_plan*'",
-    "megatron_indexes": "'megatron_indexes*'",
+    "mixture_plan": "mixture_plan",
+    "megatron_indexes": "megatron_indexes",
     "packed": "packed",
 }
-PER_RECIPE = ("mixture_plan", "megatron_indexes", "packed")
+# What makes a publication again: its asset; a recipe's plan and indexes with what follows them
+# (the indexes are built from the plan, the export from both).
+REFRESHED_BY = {**ASSET_OF_STEP, "mixture_plan": "'mixture_plan*'", "megatron_indexes": "'megatron_indexes*'"}
 SHOWN = 3
 
 
-class StaleInput(RuntimeError):
+class RefusedInput(RuntimeError):
+    """An output a reader must not rely on; the message says why and the command that makes it again."""
+
+
+class StaleInput(RefusedInput):
     """An output was made from inputs that have been replaced since; the message says which and how
     to make it again."""
+
+
+class DamagedOutput(RefusedInput):
+    """An output whose generation record cannot be trusted, or whose files are not those it lists."""
 
 
 def publication_step(name: str) -> str:
@@ -46,13 +74,13 @@ def publication_step(name: str) -> str:
 
 def refresh_command(name: str, partition: str) -> str:
     """The command that publishes `name` (of `partition`) again from what is published now."""
-    select = REFRESHED_BY[publication_step(name)]
+    select = REFRESHED_BY.get(publication_step(name), publication_step(name))
     return f"dagster asset materialize -m fw_assets.definitions --select {select} --partition {partition}"
 
 
 def _partition_label(name: str, partition: str) -> str:
     """`Dump CC-MAIN-2013-20` or `Recipe demo`, as messages name a partition."""
-    return f"{'Recipe' if publication_step(name) in PER_RECIPE else 'Dump'} {partition}"
+    return f"{'Recipe' if publication_step(name) in RECIPE_STEPS else 'Dump'} {partition}"
 
 
 def _stale_message(record: dict, changed: list[ChangedInput]) -> str:
@@ -82,20 +110,77 @@ def refuse_stale_inputs(output_root: Path, record: dict) -> None:
         raise StaleInput(_stale_message(record, changed))
 
 
+def damage_message(error: RecordRefused | PublishedOutputChanged) -> str:
+    """What is wrong with a publication's record or files, and the command that makes it again."""
+    partition = publication_partition(error.name)
+    if isinstance(error, RecordRefused):
+        told = f"the generation record {error.path} cannot be trusted: {error.reason}"
+    else:
+        told = str(error).rstrip(".")
+    return (f"{_partition_label(error.name, partition)}: {told}. Make {error.name} again: "
+            f"`{refresh_command(error.name, partition)}`.")
+
+
 @contextmanager
-def checked_generation(output_root: Path, name: str, partition: str, log: Log | None = None) -> Iterator[dict | None]:
+def _refusing_damage() -> Iterator[None]:
+    try:
+        yield
+    except (RecordRefused, PublishedOutputChanged) as error:
+        raise DamagedOutput(damage_message(error)) from error
+
+
+@contextmanager
+def checked_generation(
+    output_root: Path, name: str, partition: str, log: Log | None = None, verified: FileSelection = no_file
+) -> Iterator[dict | None]:
     """The generation record of `name` (None if never published), held still while the body reads
-    (fw_assets.lib.publish.published_generation), refused with StaleInput if its output is stale."""
-    with published_generation(output_root, name, partition, log) as record:
-        if record is not None:
-            refuse_stale_inputs(output_root, record)
+    (fw_assets.lib.publish.published_generation), its files those it lists (with their checksums,
+    those `verified` selects: what the reader reads whole anyway); refused with StaleInput if its
+    output is stale, with DamagedOutput if its record, an input's or its files cannot be trusted."""
+    with ExitStack() as held:
+        with _refusing_damage():
+            record = held.enter_context(published_generation(output_root, name, partition, log, verified))
+            if record is not None:
+                refuse_stale_inputs(output_root, record)
         yield record
 
 
 @contextmanager
-def content_generation(output_root: Path, name: str, partition: str, log: Log | None = None) -> Iterator[dict | None]:
+def content_generation(
+    output_root: Path, name: str, partition: str, log: Log | None = None, verified: FileSelection = no_file
+) -> Iterator[dict | None]:
     """The generation record of an output read for its content version (None if never published),
     held still while the body reads, not refused when its own inputs changed since: its chain is
-    making it again (a dump's chain beside the reader's), and the reader records its content."""
-    with published_generation(output_root, name, partition, log) as record:
+    making it again (a dump's chain beside the reader's), and the reader records its content. Its
+    record and files are checked as `checked_generation` checks them."""
+    with ExitStack() as held:
+        with _refusing_damage():
+            record = held.enter_context(published_generation(output_root, name, partition, log, verified))
         yield record
+
+
+@dataclass(frozen=True)
+class GenerationState:
+    """A publication's generation record as a sensor sees it, read without raising: `record` (None:
+    never published, or refused), `refusal` (why its record or an input's cannot be trusted, and the
+    command that makes it again), `changed` (its inputs replaced since it was made: stale)."""
+
+    record: dict | None
+    refusal: str | None = None
+    changed: tuple[ChangedInput, ...] = ()
+
+
+def generation_state(output_root: Path, name: str, partition: str, compare_inputs: bool = True) -> GenerationState:
+    """The state of publication `name` of `partition`, for a sensor deciding what to run: a record
+    that fails its schema (or, unless `compare_inputs` is False, whose inputs' records do) comes back
+    as a refusal for that partition alone, so that the sensor goes on with the others. Its files are
+    not read."""
+    try:
+        record = recorded_generation(output_root, name)
+        if record is not None and record["dump"] != partition:
+            raise RecordRefused(name, generation_record_path(output_root, name),
+                                f"it is a record of {record['dump']}, not of {partition}")
+        changed = changed_inputs(output_root, record) if record is not None and compare_inputs else []
+    except RecordRefused as error:
+        return GenerationState(None, damage_message(error))
+    return GenerationState(record, None, tuple(changed))

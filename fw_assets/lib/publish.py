@@ -10,13 +10,16 @@ reader of any output of that dump rolls the publication back first: the killed r
 appears, as its run was never recorded as a success.
 
 Each publication also writes a generation record, `<output_root>/published/<name>.json`, renamed
-into place in the same series: every published file with its size, what the writer says about its
-content (e.g. a bucket that holds no rows) and its `inputs`: each publication it was made from, by
-name, with the generation it read (None: not published then) and the identity that mattered to it.
-Readers use the record, not a folder listing, so an absent folder is never mistaken for an empty
-output, and `changed_inputs` tells a reader when what an output was made from has been replaced
-since. A writer whose contents hold a `content_version` says that two of its generations with the
-same content version are the same data: an input recorded with it stays current across them.
+into place in the same series: every published file with its size and checksum (fw_assets.lib.checksums),
+what the writer says about its content (e.g. a bucket that holds no rows), the code version that
+wrote it and its `inputs`: each publication it was made from, by name, with the generation it read
+(None: not published then) and the identity that mattered to it. Its one schema is
+fw_assets.lib.generation_record: a record that fails it is refused wherever it is read, never taken
+for something it does not say. Readers use the record, not a folder listing, so an absent folder is
+never mistaken for an empty output, and `changed_inputs` tells a reader when what an output was made
+from has been replaced since. A writer whose contents hold a `content_version` says that two of its
+generations with the same content version are the same data: an input recorded with it stays current
+across them.
 
 Two locks per name, both `flock`s (released by the kernel when a process dies, however it dies):
 `<name>.write.lock`, held by a writer from staging to publishing (one writer at a time), and
@@ -37,13 +40,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fw_assets.lib import checksums
+from fw_assets.lib.checksums import ALGORITHM
 from fw_assets.lib.fence import pass_fence
+from fw_assets.lib.generation_record import LINK_OF, RECORD_FORMAT, RecordRefused, file_entry, parse_record, sealed
 from fw_assets.paths import generation_record_path, publish_locks_dir, staging_root
 
 JOURNAL = "PUBLISH.json"
 RECORD_STAGED = "generation.json"
 
 Log = Callable[[str], None]
+# Which published files of a record a reader checks against their checksums (by relative path):
+# those it reads whole anyway. Every file is checked to be there with its size.
+FileSelection = Callable[[str], bool]
+
+
+def every_file(relative: str) -> bool:
+    return True
+
+
+def no_file(relative: str) -> bool:
+    return False
+
+
+def files_ending(*suffixes: str) -> FileSelection:
+    """The files whose path ends with one of `suffixes` (e.g. `.idx`, `.docs.parquet`)."""
+    return lambda relative: relative.endswith(suffixes)
 
 
 class PublishError(RuntimeError):
@@ -51,7 +73,14 @@ class PublishError(RuntimeError):
 
 
 class PublishedOutputChanged(RuntimeError):
-    """A published file is missing or has another size than its generation record says."""
+    """A published file is missing, or has another size or other bytes than its generation record
+    says; `name` is the publication, `problems` each file's."""
+
+    def __init__(self, name: str, record: dict, problems: list[str]) -> None:
+        shown = "; ".join(problems[:5]) + (f", and {len(problems) - 5} more" if len(problems) > 5 else "")
+        super().__init__(f"The published {name} was changed outside the pipeline since generation "
+                         f"{record['generation']} ({record['published_at']}): {shown}.")
+        self.name, self.problems = name, problems
 
 
 @contextmanager
@@ -89,12 +118,14 @@ def _lock_path(output_root: Path, name: str, kind: str = "") -> Path:
 
 
 class Staging:
-    """A fresh staging folder for one publication of `name`, an output of `dump`."""
+    """A fresh staging folder for one publication of `name`, an output of `dump`, by code of
+    `code_version` (the publishing asset's)."""
 
-    def __init__(self, output_root: Path, name: str, dump: str, log: Log | None = None):
+    def __init__(self, output_root: Path, name: str, dump: str, code_version: str, log: Log | None = None):
         self.output_root = output_root
         self.name = name
         self.dump = dump
+        self.code_version = code_version
         self.log = log
         self.generation = uuid.uuid4().hex[:12]
         self.path = staging_root(output_root) / f"{name}.{self.generation}"
@@ -148,23 +179,30 @@ class Staging:
     def _record(
         self, moves: Mapping[Path, Path | None], contents: Mapping[str, Any], inputs: Mapping[str, Mapping[str, Any]]
     ) -> dict:
-        files = {}
+        files, staged_files = {}, []
         for target, staged in moves.items():
             if staged is None:
                 continue
             for path in sorted(staged.rglob("*")) if staged.is_dir() else [staged]:
                 if path.is_file():
                     published = target / path.relative_to(staged) if staged.is_dir() else target
-                    files[str(published.relative_to(self.output_root))] = path.stat().st_size
-        return {
+                    link = checksums.linked_file(path)
+                    entry = file_entry(path.stat().st_size, checksums.staged_checksum(path),
+                                       str(link.relative_to(self.output_root)) if link else None)
+                    files[str(published.relative_to(self.output_root))] = entry
+                    staged_files.append(path)
+        checksums.forget(staged_files)
+        return sealed({
+            "format": RECORD_FORMAT,
             "name": self.name,
             "dump": self.dump,
             "generation": self.generation,
             "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "code_version": self.code_version,
             "files": files,
             "contents": dict(contents),
             "inputs": {name: dict(entry) for name, entry in sorted(inputs.items())},
-        }
+        })
 
     def discard(self) -> None:
         """Delete the staging folder, unless its journal says a rollback is owed (see recover_dump)."""
@@ -265,15 +303,16 @@ def _delete_abandoned_staging(output_root: Path, name: str) -> None:
 
 @contextmanager
 def staged_publication(
-    output_root: Path, name: str, dump: str, log: Log | None = None
+    output_root: Path, name: str, dump: str, log: Log | None = None, *, code_version: str
 ) -> Iterator[Staging]:
     """Be the only writer of `name`, repair what killed runs left for `dump`, and stage a new
-    publication. Whatever the body does not publish is deleted on the way out, also when it raises."""
+    publication by code of `code_version`. Whatever the body does not publish is deleted on the way
+    out, also when it raises."""
     write_lock = _lock_path(output_root, name, ".write")
     with _flock(write_lock, fcntl.LOCK_EX, log, f"another run writing {name}"):
         recover_dump(output_root, dump, log)
         _delete_abandoned_staging(output_root, name)
-        staging = Staging(output_root, name, dump, log)
+        staging = Staging(output_root, name, dump, code_version, log)
         try:
             yield staging
         finally:
@@ -282,40 +321,51 @@ def staged_publication(
 
 @contextmanager
 def published_generation(
-    output_root: Path, name: str, dump: str, log: Log | None = None
+    output_root: Path, name: str, dump: str, log: Log | None = None, verified: FileSelection = no_file
 ) -> Iterator[dict | None]:
-    """The generation record of `name` (None if it was never published), held still while the body
-    reads: no publication of `name` can replace it meanwhile. Every file it lists is checked to be
-    there with its recorded size first."""
+    """The generation record of `name`, an output of `dump` (None if it was never published), held
+    still while the body reads: no publication of `name` can replace it meanwhile. The record is
+    refused (RecordRefused) unless it is one of `name` and `dump`; every file it lists is checked to
+    be there with its recorded size, and those `verified` selects to hold their recorded checksum
+    (PublishedOutputChanged)."""
     while True:
         recover_dump(output_root, dump, log)
         with _flock(_lock_path(output_root, name), fcntl.LOCK_SH, log, f"the publication of {name}"):
             if any(j.get("name") == name for _, j in _pending_journals(output_root)):
                 continue  # a writer died between our recovery and our lock: recover again
-            record = _read_record(output_root, name)
+            record = recorded_generation(output_root, name)
+            if record is not None:
+                if record["dump"] != dump:
+                    raise RecordRefused(name, generation_record_path(output_root, name),
+                                        f"it is a record of {record['dump']}, not of {dump}")
+                if problems := changed_files(output_root, record, verified):
+                    raise PublishedOutputChanged(name, record, problems)
             yield record
             return
 
 
-def _read_record(output_root: Path, name: str) -> dict | None:
-    record = recorded_generation(output_root, name)
-    if record is None:
-        return None
+def changed_files(output_root: Path, record: dict, verified: FileSelection = every_file) -> list[str]:
+    """How the published files differ from what `record` lists, one line each ([] when none): a file
+    missing or of another size, or, among those `verified` selects, of other bytes than its checksum
+    (each re-read whole; a hard link still one file with the file it links is that file's record's
+    to verify, not read again here)."""
     changed = []
-    for relative, size in record["files"].items():
+    for relative, entry in record["files"].items():
         published = output_root / relative
         if not published.is_file():
             changed.append(f"{relative} is missing")
-        elif published.stat().st_size != size:
-            changed.append(f"{relative} has {published.stat().st_size:,} bytes, not {size:,}")
-    if changed:
-        raise PublishedOutputChanged(
-            f"The published {name} was changed outside the pipeline since generation "
-            f"{record['generation']} ({record['published_at']}): {'; '.join(changed[:5])}"
-            f"{f', and {len(changed) - 5} more' if len(changed) > 5 else ''}. "
-            f"Materialize it again to republish it whole."
-        )
-    return record
+        elif (size := published.stat().st_size) != entry["size"]:
+            changed.append(f"{relative} has {size:,} bytes, not {entry['size']:,}")
+        elif verified(relative) and not _linked(output_root, published, entry) and (
+            checksums.file_checksum(published) != entry[ALGORITHM]
+        ):
+            changed.append(f"{relative} has other bytes than were published ({ALGORITHM} differs)")
+    return changed
+
+
+def _linked(output_root: Path, published: Path, entry: dict) -> bool:
+    """Whether a published file is still one file with the other publication's file it links."""
+    return LINK_OF in entry and checksums.same_file(published, output_root / entry[LINK_OF])
 
 
 def input_entry(record: dict | None, **identity: Any) -> dict:
@@ -347,7 +397,7 @@ def changed_inputs(output_root: Path, record: dict) -> list[ChangedInput]:
     (nor one of the same content version). Inputs that are not publications (no `generation`, e.g.
     source files) are not compared here."""
     changed = []
-    for name, entry in record.get("inputs", {}).items():
+    for name, entry in record["inputs"].items():
         if "generation" not in entry:
             continue
         now = recorded_generation(output_root, name)
@@ -366,12 +416,30 @@ def _same_input(entry: Mapping[str, Any], now: dict | None) -> bool:
 
 
 def recorded_generation(output_root: Path, name: str) -> dict | None:
-    """The generation record of `name` as it is on disk (None if never published), without
-    checking its files: for comparing generations, not for reading the output."""
+    """The generation record of `name` as it is on disk (None if never published), checked against
+    the schema (RecordRefused: fw_assets.lib.generation_record) but not against its files: for
+    comparing generations, not for reading the output. A link is refused: records are files the
+    pipeline renames into place."""
     path = generation_record_path(output_root, name)
     try:
-        return json.loads(path.read_text())
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise RecordRefused(name, path, f"a link to {os.readlink(path)}, not a record the pipeline wrote") from None
+    with open(descriptor, "rb") as stream:
+        text = stream.read()
+    return parse_record(path, name, text)
+
+
+def trusted_record(output_root: Path, name: str) -> dict | None:
+    """The generation record of `name` if it is published and passes its schema, else None: for
+    estimates made before a step reads its inputs (the reading refuses a record it cannot trust)."""
+    try:
+        return recorded_generation(output_root, name)
+    except RecordRefused:
         return None
 
 

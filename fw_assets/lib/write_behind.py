@@ -9,7 +9,8 @@ is sent to the disk at once (`sync_file_range`), and a few windows later, once o
 dropped from the cache (`POSIX_FADV_DONTNEED`): the kernel reuses those pages for the next
 windows. Measured on the benchmark machine: `tokenized` of a 300k-document multi-script dump
 takes ~8 CPU-seconds less in ~70 (docs/benchmarks.md). Linux only; elsewhere the file is written
-as usual.
+as usual. Its checksum is computed from the bytes as they are written and remembered for its
+generation record (fw_assets.lib.checksums): it is never read back.
 """
 
 import ctypes
@@ -18,6 +19,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from fw_assets.lib import checksums
 from fw_assets.lib.libc import libc_function
 
 WINDOW_BYTES = 16 * 2**20
@@ -39,7 +41,8 @@ def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
 
 class WriteBehindFile:
     """A new binary file, written front to back by `write`; the page cache holds at most
-    WINDOWS_IN_FLIGHT + 1 windows of it. `close()` leaves the last windows to the kernel."""
+    WINDOWS_IN_FLIGHT + 1 windows of it. `close()` leaves the last windows to the kernel and
+    remembers the file's checksum."""
 
     def __init__(self, path: Path, window: int = WINDOW_BYTES) -> None:
         self.path = Path(path)
@@ -50,10 +53,12 @@ class WriteBehindFile:
         self._written = 0
         self._sent = 0  # bytes handed to the disk
         self._dropped = 0  # bytes on the disk and out of the cache
+        self._checksum = checksums.new_checksum()
 
     def write(self, data) -> None:
         view = memoryview(data).cast("B")
         size = view.nbytes
+        self._checksum.update(view)
         while view:  # a raw write may take less than it is given
             view = view[self._file.write(view) :]
         self._written += size
@@ -84,3 +89,4 @@ class WriteBehindFile:
 
     def close(self) -> None:
         self._file.close()
+        checksums.remember(self.path, self._checksum.hexdigest())

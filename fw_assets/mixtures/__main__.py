@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from fw_assets import settings
-from fw_assets.formats.lineage import StaleInput, checked_generation
+from fw_assets.formats.lineage import RefusedInput, checked_generation
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.utils import SPLITS
 from fw_assets.mixtures.published import read_plan, stage_from_plan_json, stage_names
@@ -50,10 +50,11 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextmanager
 def _stale_refused(parser: argparse.ArgumentParser) -> Iterator[None]:
-    """Indexes built from a plan or token files replaced since would explain other documents."""
+    """Indexes built from a plan or token files replaced since would explain other documents; a
+    record or file that cannot be trusted, whatever."""
     try:
         yield
-    except StaleInput as error:
+    except RefusedInput as error:
         parser.exit(2, f"{error}\n")
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 
-from fw_assets.formats.lineage import StaleInput
+from fw_assets.formats.lineage import RefusedInput
 from fw_assets.formats.probe_losses import loss_batches, published_loss_record, scoring_identity
-from fw_assets.lib.publish import Log, PublishedOutputChanged, input_entry
+from fw_assets.lib.publish import Log, input_entry
 from fw_assets.paths import publication_name
 
 # A reweighted source reads the losses of every dump it draws on: each recipe depends on
@@ -35,10 +35,7 @@ class HeldLosses:
         if (probe, dump) not in self.records:
             try:
                 record = self.stack.enter_context(published_loss_record(self.root, probe, dump, self.log))
-            except PublishedOutputChanged as error:
-                raise ValueError(f"Dump {dump}: probe {probe}: {str(error).rstrip('.')} "
-                                 f"(--select probe_loss --partition {dump})") from error
-            except StaleInput as error:
+            except RefusedInput as error:  # stale, or its record or files cannot be trusted
                 raise ValueError(f"probe {probe}: {error}") from error
             self.records[probe, dump] = record
             self._refuse_mixed_scorers(probe)

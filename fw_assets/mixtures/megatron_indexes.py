@@ -9,7 +9,7 @@ from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.cores import usable_cores
 from fw_assets.lib.disk import SpaceNeed
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, files_ending, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.contract import INDEX_CHECKS, blend_errors, check_blend_error
@@ -22,7 +22,7 @@ from fw_assets.mixtures.stage_plan import StagePlan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.paths import blend_report_path, mixture_cache_dir, publication_name
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs
+from fw_assets.run_health import MIXTURES_POOL, asset_code_version, heavy_step, refusing_stale_inputs
 
 SQL = ()
 MODULES = (
@@ -55,14 +55,18 @@ def megatron_indexes(
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
         refusing_stale_inputs(),
-        checked_generation(root, publication_name("mixture_plan", name), name, log) as plan_record,
+        # plan.json is read whole
+        checked_generation(
+            root, publication_name("mixture_plan", name), name, log, files_ending(".json")
+        ) as plan_record,
     ):
         stages, tokenizer = _planned_stages(name, root, plan_record)
         refuse_an_edited_recipe(name, plan_record)
         workers = config.workers or usable_cores()
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
-            staged_publication(root, publication_name("megatron_indexes", name), name, log) as staging,
+            staged_publication(root, publication_name("megatron_indexes", name), name, log,
+                               code_version=asset_code_version(context)) as staging,
             tokenized_generations(root, tokenizer, log, planned_dumps(plan_record, tokenizer)) as records,
         ):
             cache = staging.path / "cache"
@@ -111,7 +115,7 @@ def _metadata(stages: list[StagePlan], errors: dict, published: dict, workers: i
     metadata = {
         "cache": dg.MetadataValue.path(str(mixture_cache_dir(root, name))),
         "files": sum(1 for relative in published["files"] if "/cache/" in relative),
-        "bytes": dg.MetadataValue.int(sum(published["files"].values())),
+        "bytes": dg.MetadataValue.int(sum(entry["size"] for entry in published["files"].values())),
         "workers": workers,
         "usable_cores": usable_cores(),
     }

@@ -12,9 +12,11 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.lib import checksums
+from fw_assets.lib.checksums import ALGORITHM
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.memory import freed_memory_returned
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, input_entry, staged_publication, trusted_record
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.contract import (
@@ -49,8 +51,8 @@ from fw_assets.mixtures.reweighted import highest_losses, text_starts, tie_warni
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, tokenized_generations
 from fw_assets.mixtures.views import view_lengths, write_views
 from fw_assets.paths import (
+    bin_path,
     data_args_path,
-    generation_record_path,
     loss_picture_path,
     plan_path,
     publication_name,
@@ -59,7 +61,7 @@ from fw_assets.paths import (
     views_dir,
 )
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import writing_step
+from fw_assets.run_health import asset_code_version, writing_step
 
 SQL = ()
 MODULES = (
@@ -105,7 +107,8 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
     with (
         writing_step(context, root, PLAN_SPACE),
         freed_memory_returned(),  # its peak is per-document arrays of one phase, not of every phase
-        staged_publication(root, publication_name("mixture_plan", name), name, log) as staging,
+        staged_publication(root, publication_name("mixture_plan", name), name, log,
+                           code_version=asset_code_version(context)) as staging,
     ):
         with _recipe_mistakes(name):
             recipe = load_recipe(recipe_file(name))
@@ -136,7 +139,7 @@ def mixture_plan(context: dg.AssetExecutionContext, config: MixturePlanConfig, s
             }
             inputs = {publication_name("tokenized", recipe.tokenizer, dump):
                       input_entry(records[dump], tokenizer=records[dump]["contents"]["tokenizer"]) for dump in used}
-            published = staging.publish(_moves(root, name, plan, text, staging.path), contents,
+            published = staging.publish(_moves(root, name, plan, text, staging.path, records), contents,
                                         inputs={**inputs, **losses.inputs()})
     yield report.materialization(_metadata(plan, figures, text, freshness, root), data_version(published))
 
@@ -178,7 +181,9 @@ def _log_warnings(context: dg.AssetExecutionContext, report: ContractReport) -> 
             context.log.warning(f"Recipe {report.dump}: check {outcome.check.name} warns: {problems}")
 
 
-def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path) -> dict[Path, Path | None]:
+def _moves(
+    root: Path, name: str, plan: MixturePlan, report: str, staging: Path, records: dict[str, dict]
+) -> dict[Path, Path | None]:
     """plan.json, each stage's data-args, report.md, shares.png and the views folder (whole: a
     plan without fresh documents removes it); files of the previous plan not written again (a
     stage no longer in the recipe) are removed."""
@@ -198,13 +203,27 @@ def _moves(root: Path, name: str, plan: MixturePlan, report: str, staging: Path)
     moves[views] = None
     if plan.views:
         write_views(plan.views, staging / "views")
+        _remember_linked_tokens(root, plan, records, staging / "views")
         moves[views] = staging / "views"
-    previous = generation_record_path(root, publication_name("mixture_plan", name))
-    if previous.is_file():
-        for relative in json.loads(previous.read_text())["files"]:
-            if not (root / relative).is_relative_to(views):
-                moves.setdefault(root / relative, None)
+    # a previous record that cannot be trusted names no file: its files not written again stay
+    previous = trusted_record(root, publication_name("mixture_plan", name))
+    for relative in previous["files"] if previous else ():
+        if not (root / relative).is_relative_to(views):
+            moves.setdefault(root / relative, None)
     return moves
+
+
+def _remember_linked_tokens(root: Path, plan: MixturePlan, records: dict[str, dict], views: Path) -> None:
+    """Each staged view's `.bin` is a hard link to its token file: its checksum is the token file's,
+    as the token file's generation record holds it, and its record says which file it links (not
+    read back, nor by the plan's readers: the tokens of every view). A copy (a link cannot cross
+    filesystems) is read back when published."""
+    for selection in plan.views:
+        file = selection.file
+        staged, original = bin_path(views / selection.stage / file.bucket / file.dump), bin_path(Path(file.path))
+        if checksums.same_file(staged, original):
+            entry = records[file.dump]["files"][str(original.relative_to(root))]
+            checksums.remember(staged, entry[ALGORITHM], original)
 
 
 def _metadata(plan: MixturePlan, figures: dict, report: str, freshness: str, root: Path) -> dict:

@@ -8,7 +8,7 @@ import dagster as dg
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import Log, data_version, input_entry, staged_publication
+from fw_assets.lib.publish import Log, data_version, every_file, files_ending, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.mixtures import megatron
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
@@ -19,7 +19,7 @@ from fw_assets.mixtures.stage_plan import StagePlan
 from fw_assets.mixtures.tokenized_inputs import ALL_DUMPS_TOKENIZED, planned_dumps, tokenized_generations
 from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root, publication_name
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import MIXTURES_POOL, heavy_step, refusing_stale_inputs, writing_step
+from fw_assets.run_health import MIXTURES_POOL, asset_code_version, heavy_step, refusing_stale_inputs, writing_step
 
 SQL = ()
 MODULES = (
@@ -44,21 +44,27 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
     name, root, log = context.partition_key, storage.output_root, context.log.info
     with (
         refusing_stale_inputs(),
-        checked_generation(root, publication_name("mixture_plan", name), name, log) as plan_record,
-        checked_generation(root, publication_name("megatron_indexes", name), name, log) as indexes_record,
+        # plan.json is read whole
+        checked_generation(
+            root, publication_name("mixture_plan", name), name, log, files_ending(".json")
+        ) as plan_record,
+        # the samples' indexes are read whole
+        checked_generation(root, publication_name("megatron_indexes", name), name, log, every_file) as indexes_record,
     ):
         plan, stages = _built_plan(name, root, plan_record, indexes_record)
         refuse_an_edited_recipe(name, plan_record)
         if "packed" not in plan.get("export", ()):  # plans written before exports existed have none
             with writing_step(context, root, SpaceNeed(0, "nothing: an earlier export is removed")):
-                _remove_an_earlier_export(name, root, log)
+                _remove_an_earlier_export(name, root, log, asset_code_version(context))
             log(f"Recipe {name} does not ask for `export: packed`: nothing to write, nothing materialized.")
             return
         with (
             heavy_step(context, root, MIXTURES_POOL, _space_needed(stages)),
-            staged_publication(root, publication_name("packed", name), name, log) as staging,
+            staged_publication(root, publication_name("packed", name), name, log,
+                               code_version=asset_code_version(context)) as staging,
+            # every sample's tokens are read: the token files' tokens, nearly whole
             tokenized_generations(
-                root, plan["tokenizer"], log, planned_dumps(plan_record, plan["tokenizer"])
+                root, plan["tokenizer"], log, planned_dumps(plan_record, plan["tokenizer"]), files_ending(".bin")
             ) as records,
         ):
             rows = {}
@@ -78,7 +84,7 @@ def packed(context: dg.AssetExecutionContext, storage: FineWebStorage):
             )
     yield dg.MaterializeResult(data_version=dg.DataVersion(data_version(published)), metadata={
         "packed": dg.MetadataValue.path(str(packed_root(root, name))),
-        "bytes": dg.MetadataValue.int(sum(published["files"].values())),
+        "bytes": dg.MetadataValue.int(sum(entry["size"] for entry in published["files"].values())),
         "stages": dg.MetadataValue.md(table(["stage", "rows", "files"], [(s, *r) for s, r in rows.items()])),
         "rows": sum(count for count, _ in rows.values()),
     })
@@ -95,10 +101,11 @@ def _built_plan(name: str, root: Path, plan_record: dict | None, indexes_record:
     return plan, planned_stages(plan)
 
 
-def _remove_an_earlier_export(name: str, root: Path, log: Log) -> None:
+def _remove_an_earlier_export(name: str, root: Path, log: Log, code_version: str) -> None:
     """A recipe that no longer asks for the export keeps no packed samples of an older plan."""
     if packed_root(root, name).exists():
-        with staged_publication(root, publication_name("packed", name), name, log) as staging:
+        with staged_publication(root, publication_name("packed", name), name, log,
+                                code_version=code_version) as staging:
             staging.publish({packed_root(root, name): None},
                             {"removed": "the recipe no longer asks for export: packed"}, inputs={})
         log(f"Removed {packed_root(root, name)}: written for an earlier plan of the recipe.")

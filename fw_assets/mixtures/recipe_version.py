@@ -7,7 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from fw_assets.lib.publish import data_version, recorded_generation
+from fw_assets.formats.lineage import generation_state
+from fw_assets.lib.publish import data_version
 from fw_assets.mixtures.recipe import RecipeError, parse_recipe, read_recipe_bytes
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import publication_name
@@ -37,12 +38,17 @@ def inputs_version(root: Path, path: Path) -> str:
     return digest.hexdigest()
 
 
+# The version of an output whose record cannot be trusted: a plan made before shows stale (reading
+# it refuses the record, naming it).
+REFUSED = "refused"
+
+
 def published_versions(root: Path, outputs: list[tuple[str, str]], dumps: list[str]) -> dict[str, dict[str, str]]:
     """The published version of each (step, key) output of each dump that has one, by key and dump."""
     found: dict[str, dict[str, str]] = {}
     for step, key in outputs:
         for dump in dumps:
-            record = recorded_generation(root, publication_name(step, key, dump))
-            if record is not None:
-                found.setdefault(key, {})[dump] = data_version(record)
+            state = generation_state(root, publication_name(step, key, dump), dump, False)
+            if state.record is not None or state.refusal:
+                found.setdefault(key, {})[dump] = data_version(state.record) if state.record else REFUSED
     return found

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from fw_assets.formats.lineage import checked_generation
-from fw_assets.lib.publish import Log
+from fw_assets.lib.publish import FileSelection, Log, no_file
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import generation_record_path, publication_name
 
@@ -23,10 +23,11 @@ ALL_DUMPS_TOKENIZED = dg.AssetDep(dg.AssetKey("tokenized"), partition_mapping=dg
 
 @contextmanager
 def tokenized_generations(
-    root: Path, tokenizer: str, log: Log, dumps: Sequence[str] | None = None
+    root: Path, tokenizer: str, log: Log, dumps: Sequence[str] | None = None, verified: FileSelection = no_file
 ) -> Iterator[dict[str, dict]]:
     """The published `tokenized` generation record of each dump (of `dumps`, else of every dump
-    that has one), by dump, held still while the body reads: no re-tokenizing replaces them meanwhile."""
+    that has one), by dump, held still while the body reads: no re-tokenizing replaces them meanwhile.
+    The files `verified` selects are checked against their checksums (those the reader reads whole)."""
     if dumps is None:
         dumps = [dump for dump in dump_partitions.get_partition_keys()
                  if generation_record_path(root, publication_name("tokenized", tokenizer, dump)).is_file()]
@@ -34,7 +35,7 @@ def tokenized_generations(
         records = {}
         for dump in dumps:
             name = publication_name("tokenized", tokenizer, dump)
-            record = stack.enter_context(checked_generation(root, name, dump, log))
+            record = stack.enter_context(checked_generation(root, name, dump, log, verified))
             if record is not None:
                 records[dump] = record
         yield records

@@ -15,7 +15,7 @@ from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import (
@@ -38,7 +38,7 @@ from fw_assets.probe.scoring import (
     tiktoken_byte_lengths,
 )
 from fw_assets.resources import FineWebStorage, Warehouse
-from fw_assets.run_health import TOKENIZER_POOL, heavy_step
+from fw_assets.run_health import TOKENIZER_POOL, asset_code_version, heavy_step
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.tokenized import tokenized
 
@@ -88,8 +88,11 @@ def probe_loss(
     started = time.monotonic()
     with (
         heavy_step(context, root, TOKENIZER_POOL, SPACE),
-        staged_publication(root, publication_name("probe_loss", spec.name, dump), dump, log) as staging,
-        checked_generation(root, publication_name("tokenized", probe.tokenizer, dump), dump, log) as tokens,
+        staged_publication(root, publication_name("probe_loss", spec.name, dump), dump, log,
+                           code_version=asset_code_version(context)) as staging,
+        # every document's tokens are scored: the token files are read whole
+        checked_generation(root, publication_name("tokenized", probe.tokenizer, dump), dump, log,
+                           verified=every_file) as tokens,
         checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
     ):
         buckets = _bucket_documents(root, dump, probe.tokenizer, tokens, bucketed_record, staging.path)

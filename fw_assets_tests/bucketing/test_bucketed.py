@@ -10,7 +10,7 @@ from fw_assets.paths import publication_name, selection_path
 from fw_assets_tests.support import bad_inputs as bad
 from fw_assets_tests.support.contract_cases import DUMP, FIRST, ROWS, SECOND
 from fw_assets_tests.support.contract_runs import assert_bucketed_refused, assert_refused, ids_at, rows_where
-from fw_assets_tests.support.trees import published_tree, rerecord_size
+from fw_assets_tests.support.trees import published_tree, rerecord_file
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_bucketed_refuses_output_that_breaks_its_contract_and_keeps_the_publishe
     moved = [f.replace(str(good_dump[0]), str(workspace.source)) for f in table["source_file"].to_pylist()]
     table = bad.with_values("source_file", dict(enumerate(moved)))(table)
     pq.write_table(bad.with_values("bucket", {row: "4.0"})(table), path)
-    rerecord_size(workspace.output, publication_name("sampled", DUMP), path)
+    rerecord_file(workspace.output, publication_name("sampled", DUMP), path)
     workspace.published_before = published_tree(workspace.output)
 
     run = workspace.run(assets=[bucketed])

@@ -17,7 +17,7 @@ from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets_tests.support.contract_cases import line_of, refusal
 from fw_assets_tests.support.dedup_runs import example_rows
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump
-from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
+from fw_assets_tests.support.trees import published_tree, rerecord_file, writable_copy
 
 EARLY, LATE = SAMPLE_DUMPS
 UNKNOWN = "<urn:uuid:00000000-not-a-document>"
@@ -103,7 +103,7 @@ def test_a_decision_missing_fails_the_asset_and_keeps_the_published_decisions(
     table = pq.read_table(bucket_file)
     added = table.slice(0, 1).set_column(table.schema.get_field_index("id"), "id", pa.array([UNKNOWN]))
     pq.write_table(pa.concat_tables([table, added]), bucket_file)
-    rerecord_size(output, publication_name("bucketed", LATE), bucket_file)
+    rerecord_file(output, publication_name("bucketed", LATE), bucket_file)
     before = published_tree(output)
 
     result = materialize_dump(sample_source, output, LATE, assets=[deduplicated], raise_on_error=False)

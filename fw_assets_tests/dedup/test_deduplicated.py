@@ -40,6 +40,7 @@ from fw_assets_tests.support.automation import CrawlOrderTicks, decided
 from fw_assets_tests.support.damage import damage_arrow_values
 from fw_assets_tests.support.dedup_runs import EARLY, LATE, example_rows, failure_message
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
+from fw_assets_tests.support.trees import rewrite_record
 
 TOKENIZER = {"tokenizer": TokenizerResource()}
 
@@ -201,10 +202,8 @@ def test_an_earlier_dump_with_files_but_no_generation_record_is_refused_by_name(
 def test_an_earlier_dump_whose_files_are_not_its_records_is_refused_by_name(source, in_order, tmp_path):
     output = tmp_path / "replaced"
     shutil.copytree(in_order[0], output)
-    record_path = generation_record_path(output, publication_name("minhash", EARLY))
-    record = json.loads(record_path.read_text())
-    record["contents"]["content_version"] = "0123456789abcdef"  # the record of other files, same sizes
-    record_path.write_text(json.dumps(record))
+    rewrite_record(output, publication_name("minhash", EARLY),  # the record of other files, same sizes
+                   lambda record: record["contents"].__setitem__("content_version", "0123456789abcdef"))
     before = dedup_path(output, LATE).read_bytes()
     result = materialize_dump(source, output, LATE, assets=[deduplicated], raise_on_error=False)
     message = failure_message(result)

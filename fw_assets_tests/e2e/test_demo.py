@@ -53,6 +53,15 @@ def test_demo_runs_the_chain_on_generated_dumps_and_prints_a_summary(tmp_path, d
     assert list((output / "mixtures" / "curriculum" / "packed" / "long").glob("part-*.parquet"))
     assert_printed_commands_work(finished.stdout, tmp_path)
     assert_the_demo_used_an_instance_of_its_own(finished.stdout, output, dagster_home)
+    assert_every_published_file_verifies(output, dagster_home)
+
+
+def assert_every_published_file_verifies(output, dagster_home) -> None:
+    """The README's `verify` on the demo's output: every file the demo published matches its record."""
+    verified = subprocess.run([sys.executable, "-m", "fw_assets.verify"], capture_output=True, text=True, timeout=120,
+                              env=subprocess_env(output.parent / "fineweb-edu", output, dagster_home))
+    assert verified.returncode == 0, verified.stdout[-3000:] + verified.stderr[-3000:]
+    assert f"publication(s) under {output} match their generation records (size and xxh3_128)" in verified.stdout
 
 
 def assert_the_demo_used_an_instance_of_its_own(stdout: str, output, dagster_home) -> None:

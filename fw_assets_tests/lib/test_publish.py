@@ -3,6 +3,7 @@ is exactly the previous generation or exactly the new one, and readers never see
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,18 +12,31 @@ import time
 from pathlib import Path
 
 import pytest
+import xxhash
 
+from fw_assets.lib.generation_record import RecordRefused, sealed
 from fw_assets.lib.publish import (
     JOURNAL,
     PublishedOutputChanged,
     PublishError,
+    every_file,
+    files_ending,
     published_generation,
+    recorded_generation,
     recover_dump,
     staged_publication,
 )
 from fw_assets.paths import generation_record_path as record_path
 from fw_assets.synthetic import write_sample_dump
-from fw_assets_tests.support.publish_generations import DUMP, NAME, NEW, OLD, folder_with, publish_generation
+from fw_assets_tests.support.publish_generations import (
+    CODE_VERSION,
+    DUMP,
+    NAME,
+    NEW,
+    OLD,
+    folder_with,
+    publish_generation,
+)
 from fw_assets_tests.support.runs import materialize_dump, subprocess_env
 from fw_assets_tests.support.trees import published_tree
 
@@ -73,7 +87,7 @@ def test_publish_replaces_whole_targets_removes_those_mapped_to_none_and_records
 def test_a_run_failing_before_publish_leaves_the_previous_output(tmp_path):
     publish_generation(tmp_path, "old", OLD)
     before = published_tree(tmp_path)
-    with pytest.raises(RuntimeError), staged_publication(tmp_path, NAME, DUMP) as staging:
+    with pytest.raises(RuntimeError), staged_publication(tmp_path, NAME, DUMP, code_version=CODE_VERSION) as staging:
         folder_with(staging.path / "a", {"half.parquet": "half"})
         raise RuntimeError("contract failed")
     assert published_tree(tmp_path) == before
@@ -105,6 +119,9 @@ def test_an_exception_at_any_rename_puts_back_every_rename_already_done(tmp_path
         if isinstance(raised.value, PublishError):  # failed while moving, not writing the journal
             assert "previous output is published unchanged" in str(raised.value)
             assert str(calls[failing]) in str(raised.value), "the message names the path"
+
+
+OTHER_DUMP = "CC-MAIN-2013-48"
 
 
 # A child process publishes the new generation and SIGKILLs itself right after rename k.
@@ -148,7 +165,7 @@ def test_a_kill_mid_publish_is_rolled_back_by_the_next_run_of_another_output_of_
     publish_generation(tmp_path, "old", OLD)
     kill_publisher_after_rename(tmp_path, renames // 2)
     assert without_record(published_tree(tmp_path)) != without_record(old), "precondition: mixed"
-    with staged_publication(tmp_path, f"tokenized-x-{DUMP}", DUMP):
+    with staged_publication(tmp_path, f"tokenized-x-{DUMP}", DUMP, code_version=CODE_VERSION):
         assert is_generation(tmp_path, old, "old")
     assert recover_dump(tmp_path, DUMP) == []
 
@@ -196,6 +213,53 @@ def test_a_reader_refuses_a_published_file_changed_outside_the_pipeline(tmp_path
     with pytest.raises(PublishedOutputChanged, match=f"en/2.8/{DUMP}/part-1.parquet is missing"):
         with published_generation(tmp_path, NAME, DUMP):
             pass
+
+
+def test_the_record_holds_each_files_size_and_checksum_and_the_code_that_published_it(tmp_path):
+    publish_generation(tmp_path, "old", OLD)
+    record = recorded_generation(tmp_path, NAME)
+    assert record["code_version"] == CODE_VERSION and record["format"] == 2
+    for relative, entry in record["files"].items():
+        data = (tmp_path / relative).read_bytes()
+        assert entry == {"size": len(data), "xxh3_128": xxhash.xxh3_128_hexdigest(data)}, relative
+
+
+def test_a_reader_refuses_a_flipped_bit_in_a_file_it_reads_whole_naming_the_file(tmp_path):
+    publish_generation(tmp_path, "old", OLD)
+    damaged = tmp_path / "en/2.8" / DUMP / "part-1.parquet"
+    data = bytearray(damaged.read_bytes())
+    data[3] ^= 0x10  # same size: no size check sees it
+    damaged.write_bytes(bytes(data))
+    with published_generation(tmp_path, NAME, DUMP, verified=files_ending(".json")) as record:
+        assert record is not None  # a reader that does not read it whole: its checksum is not read
+    with pytest.raises(PublishedOutputChanged, match=f"en/2.8/{DUMP}/part-1.parquet has other bytes than were "
+                       r"published \(xxh3_128 differs\)"):
+        with published_generation(tmp_path, NAME, DUMP, verified=every_file):
+            pass
+
+
+def test_a_truncated_record_is_refused_naming_its_file(tmp_path):
+    publish_generation(tmp_path, "old", OLD)
+    path = record_path(tmp_path, NAME)
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(RecordRefused, match=f"{path}: not a generation record: it is not JSON"):
+        with published_generation(tmp_path, NAME, DUMP):
+            pass
+
+
+def test_a_record_linked_to_another_dumps_record_is_refused(tmp_path):
+    publish_generation(tmp_path, "old", OLD)
+    other = f"bucketed-{OTHER_DUMP}"  # another dump's record, whole and sealed
+    record = {**json.loads(record_path(tmp_path, NAME).read_text()), "name": other, "dump": OTHER_DUMP}
+    record_path(tmp_path, other).write_text(json.dumps(sealed(record)))
+    record_path(tmp_path, NAME).unlink()
+    record_path(tmp_path, NAME).symlink_to(record_path(tmp_path, other))
+    with pytest.raises(RecordRefused, match="a link to"):
+        recorded_generation(tmp_path, NAME)
+    record_path(tmp_path, NAME).unlink()
+    shutil.copyfile(record_path(tmp_path, other), record_path(tmp_path, NAME))  # a copy, not a link
+    with pytest.raises(RecordRefused, match=f"it is the record of '{other}', not of '{NAME}'"):
+        recorded_generation(tmp_path, NAME)
 
 
 def test_a_never_published_output_reads_as_none(tmp_path):

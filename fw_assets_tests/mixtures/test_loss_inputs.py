@@ -101,8 +101,9 @@ def test_probe_files_deleted_underneath_are_refused_by_the_plan_with_nothing_pub
     probe_loss_path(output, "builtin", "4.0", SAMPLE_DUMPS[0]).unlink()
     before = published_tree(output)
     message = _failure(build(sample_source, output, [mixture_plan]), "mixture_plan")
-    assert (f"sources.top.reweight: Dump {SAMPLE_DUMPS[0]}: probe builtin: "
+    assert (f"sources.top.reweight: probe builtin: Dump {SAMPLE_DUMPS[0]}: "
             f"The published probe_loss-builtin-{SAMPLE_DUMPS[0]} was changed outside the pipeline") in message
+    assert f"--select probe_loss --partition {SAMPLE_DUMPS[0]}`" in message
     assert f"Nothing was published for recipe {RECIPE_NAME}" in message
     assert published_tree(output) == before
 

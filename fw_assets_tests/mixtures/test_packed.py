@@ -8,8 +8,9 @@ import numpy as np
 import pyarrow.dataset as ds
 import pytest
 
+from fw_assets.lib.publish import recorded_generation
 from fw_assets.mixtures.packed import packed
-from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root
+from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root, publication_name
 from fw_assets_tests.support.disks import fill_disk, tmpfs
 from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import (
@@ -64,3 +65,22 @@ def test_a_full_disk_names_the_path_and_space_and_keeps_the_published_export(cur
             assert expected in message, message
         filler.unlink()
         assert published_tree(output) == before
+
+
+def test_a_flipped_bit_in_a_planned_token_file_is_refused_naming_the_file(curriculum_built, sample_source, tmp_path):
+    output = writable_copy(curriculum_built[0], tmp_path / "output")
+    plan = recorded_generation(output, publication_name("packed", CURRICULUM_NAME))
+    tokens = recorded_generation(output, next(name for name in plan["inputs"] if name.startswith("tokenized-")))
+    relative = next(f for f in tokens["files"] if f.endswith(".bin"))
+    data = bytearray((output / relative).read_bytes())
+    data[len(data) // 2] ^= 0x04  # one bit of one token: the size, the index and the plan all stay right
+    (output / relative).write_bytes(bytes(data))
+    before = published_tree(output)
+    result = dg.materialize([packed], partition_key=CURRICULUM_NAME, resources=resources(sample_source, output),
+                            raise_on_error=False)
+    assert not result.success
+    message = str(result.get_step_failure_events()[0].step_failure_data.error)
+    for expected in (f"{relative} has other bytes than were published (xxh3_128 differs)",
+                     f"--select tokenized --partition {tokens['dump']}`", "Nothing was published"):
+        assert expected in message, message
+    assert published_tree(output) == before

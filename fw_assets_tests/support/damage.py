@@ -1,13 +1,13 @@
 """Damaged bytes in published files, the size and headers intact: what only a checksum or digest can tell."""
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fw_assets.paths import generation_record_path, publication_name
+from fw_assets.paths import publication_name
+from fw_assets_tests.support.trees import rerecord_file
 
 
 def damage_first_page(path: Path, column: str) -> None:
@@ -36,12 +36,9 @@ def damage_arrow_values(path: Path, column: str) -> None:
 
 def rewrite_in_row_groups(output: Path, dump: str, path: Path, rows_per_group: int = 100) -> None:
     """A bucketed file's rows again in row groups of `rows_per_group`, as another writer might
-    publish them (the dump's bucketed generation record updated with the new size)."""
+    publish them (the dump's bucketed generation record updated with its new size and checksum)."""
     pq.write_table(pq.read_table(path), path, row_group_size=rows_per_group, compression="zstd")
-    record_path = generation_record_path(output, publication_name("bucketed", dump))
-    record = json.loads(record_path.read_text())
-    record["files"][str(path.relative_to(output))] = path.stat().st_size
-    record_path.write_text(json.dumps(record))
+    rerecord_file(output, publication_name("bucketed", dump), path)
 
 
 def damage_text_page(path: Path, group: int) -> None:

