@@ -218,10 +218,9 @@ def writing_step(
 
 
 @contextmanager
-def heavy_step(
-    context: dg.AssetExecutionContext, output_root: Path, pool: str, need: SpaceNeed
-) -> Iterator[None]:
-    """A `writing_step` holding a slot of `pool` on this host while it works."""
+def heavy_slot(context: dg.AssetExecutionContext, output_root: Path, pool: str) -> Iterator[None]:
+    """A slot of `pool` on this host, held while the step works: one heavy step of a kind at a time
+    per host, across runs."""
     holder = {
         "run_id": context.run.run_id,
         "step": context.asset_key.to_user_string(),
@@ -229,9 +228,14 @@ def heavy_step(
         "host": host_name(),
     }
     folder = machine_slots_dir(output_root, holder["host"])
-    limit = pool_limit(context.instance, pool)
-    with (
-        writing_step(context, output_root, need),
-        machine_slot(folder, pool, limit, holder, context.log.info, how_to_free),
-    ):
+    with machine_slot(folder, pool, pool_limit(context.instance, pool), holder, context.log.info, how_to_free):
+        yield
+
+
+@contextmanager
+def heavy_step(
+    context: dg.AssetExecutionContext, output_root: Path, pool: str, need: SpaceNeed
+) -> Iterator[None]:
+    """A `writing_step` holding a slot of `pool` on this host while it works."""
+    with writing_step(context, output_root, need), heavy_slot(context, output_root, pool):
         yield

@@ -7,15 +7,21 @@ import dagster as dg
 
 from fw_assets.bucketing import bucketed_contract
 from fw_assets.bucketing.bucketed_contract import BUCKETED_CHECKS, check_bucketed, scanning_sources
-from fw_assets.bucketing.inputs import read_dump_source
+from fw_assets.bucketing.inputs import DumpSource, read_dump_source
 from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, bucket_stats, write_buckets
 from fw_assets.bucketing.sampled import sampled
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.contracts.asset_checks import (
+    ContractReport,
+    Events,
+    check_specs,
+    unchanged_materialization,
+    unchanged_output,
+)
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication
+from fw_assets.lib.publish import Staging, data_version, every_file, input_entry, staged_publication, trusted_record
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import (
@@ -25,7 +31,7 @@ from fw_assets.paths import (
     spill_dir,
 )
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_slot, writing_step
 from fw_assets.sampling_policy import SEED_POLICY
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
@@ -54,42 +60,26 @@ def bucketed(
 ) -> Events:
     source = read_dump_source(context.partition_key, storage.source_root)
     root, log = storage.output_root, context.log.info
-    selection = selection_path(root, source.dump)
+    name, sampled_name = publication_name("bucketed", source.dump), publication_name("sampled", source.dump)
     started = time.monotonic()
-    with (
-        heavy_step(context, root, DUCKDB_POOL, SpaceNeed(source.bytes, BUCKETED_SPACE)),
-        staged_publication(root, publication_name("bucketed", source.dump), source.dump, log,
-                           code_version=asset_code_version(context)) as staging,
-        # every row's decision is joined: the selection is read whole
-        checked_generation(root, publication_name("sampled", source.dump), source.dump, log,
-                           every_file) as sampled_record,
-    ):
-        if sampled_record is None:
-            raise dg.Failure(
-                f"Dump {source.dump}: no published selection at {selection}; materialize sampled "
-                "first. Nothing was published."
+    with writing_step(context, root, SpaceNeed(source.bytes, BUCKETED_SPACE)):
+        if unchanged := unchanged_output(context, root, name, _inputs(source, trusted_record(root, sampled_name))):
+            yield unchanged_materialization(unchanged, BUCKETED_CHECKS)
+            return
+        with (
+            heavy_slot(context, root, DUCKDB_POOL),
+            staged_publication(root, name, source.dump, log, code_version=asset_code_version(context)) as staging,
+            # every row's decision is joined: the selection is read whole
+            checked_generation(root, sampled_name, source.dump, log, every_file) as sampled_record,
+        ):
+            if sampled_record is None:
+                raise dg.Failure(
+                    f"Dump {source.dump}: no published selection at {selection_path(root, source.dump)}; "
+                    "materialize sampled first. Nothing was published."
+                )
+            report, published, written, contract_seconds = yield from _bucket(
+                context, source, warehouse, staging, sampled_record
             )
-        reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
-        with warehouse.connect(spill_dir(storage.output_root)) as con:
-            folders, source_texts = scanning_sources(
-                con, source.paths, source.rows,
-                lambda: write_buckets(con, source.paths, selection, staging.path / "out", reporter),
-            )
-            yield from ContractReport(source.dump, "bucketed", [source_texts]).refuse_if_blocked()
-            written = bucket_stats(con, folders)
-            contract = Stopwatch()
-            staged = {bucket: sorted(folder.glob("*.parquet")) for bucket, folder in folders.items()}
-            outcomes = [source_texts, *check_bucketed(con, source.dump, staged, selection, SEED_POLICY)]
-            report = ContractReport(source.dump, "bucketed", outcomes)
-            contract_seconds = contract.seconds()
-        yield from report.refuse_if_blocked()
-        targets = bucket_dump_dirs(root, source.dump, SEED_POLICY)
-        rows = {bucket: w["rows"] for bucket, w in written.items()}
-        published = staging.publish(
-            {target: folders.get(bucket) for bucket, target in targets.items()},
-            {"buckets": _bucket_contents(root, folders, targets, rows)},
-            inputs={publication_name("sampled", source.dump): input_entry(sampled_record), **source.as_input()},
-        )
     yield report.materialization(
         {
             **_bucketed_metadata(written, time.monotonic() - started),
@@ -98,6 +88,43 @@ def bucketed(
         },
         data_version(published),
     )
+
+
+def _inputs(source: DumpSource, sampled_record: dict | None) -> dict:
+    """What a publication of the dump's buckets records it was made from."""
+    return {publication_name("sampled", source.dump): input_entry(sampled_record), **source.as_input()}
+
+
+def _bucket(
+    context: dg.AssetExecutionContext, source: DumpSource, warehouse: Warehouse, staging: Staging, sampled_record: dict
+):
+    """Write the kept rows into their buckets, check them and publish them (a generator: it yields
+    the check results when refused); returns (the report, the record, the per-bucket figures, the
+    contract's seconds)."""
+    root = staging.output_root
+    selection = selection_path(root, source.dump)
+    reporter = ProgressReporter(context.log.info, f"bucketing {source.dump}", source.rows)
+    with warehouse.connect(spill_dir(root)) as con:
+        folders, source_texts = scanning_sources(
+            con, source.paths, source.rows,
+            lambda: write_buckets(con, source.paths, selection, staging.path / "out", reporter),
+        )
+        yield from ContractReport(source.dump, "bucketed", [source_texts]).refuse_if_blocked()
+        written = bucket_stats(con, folders)
+        contract = Stopwatch()
+        staged = {bucket: sorted(folder.glob("*.parquet")) for bucket, folder in folders.items()}
+        outcomes = [source_texts, *check_bucketed(con, source.dump, staged, selection, SEED_POLICY)]
+        report = ContractReport(source.dump, "bucketed", outcomes)
+        contract_seconds = contract.seconds()
+    yield from report.refuse_if_blocked()
+    targets = bucket_dump_dirs(root, source.dump, SEED_POLICY)
+    rows = {bucket: w["rows"] for bucket, w in written.items()}
+    published = staging.publish(
+        {target: folders.get(bucket) for bucket, target in targets.items()},
+        {"buckets": _bucket_contents(root, folders, targets, rows)},
+        inputs=_inputs(source, sampled_record),
+    )
+    return report, published, written, contract_seconds
 
 
 def _bucket_contents(

@@ -10,17 +10,24 @@ from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.raw_contract import check_raw
 from fw_assets.bucketing.sample_and_bucket import STEPS_SQL, selection_counts, write_selection
 from fw_assets.bucketing.sampled_contract import SELECTION_CHECKS, check_selection
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs, guard
+from fw_assets.contracts.asset_checks import (
+    ContractReport,
+    Events,
+    check_specs,
+    guard,
+    unchanged_materialization,
+    unchanged_output,
+)
 from fw_assets.formats.manifest import as_records
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
 from fw_assets.lib.progress import ProgressReporter, Stopwatch
-from fw_assets.lib.publish import data_version, staged_publication
+from fw_assets.lib.publish import Staging, data_version, staged_publication
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import publication_name, selection_path, spill_dir
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_slot, writing_step
 from fw_assets.sampling_policy import SEED_POLICY
 
 # Everything that decides this asset's output, hashed with the policy into its code version.
@@ -50,45 +57,53 @@ def sampled(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse
 ) -> Events:
     source = read_dump_source(context.partition_key, storage.source_root)
+    root, name = storage.output_root, publication_name("sampled", source.dump)
     started = time.monotonic()
-    with (
-        heavy_step(context, storage.output_root, DUCKDB_POOL, _space_needed(source)),
-        staged_publication(
-            storage.output_root, publication_name("sampled", source.dump), source.dump, context.log.info,
-            code_version=asset_code_version(context),
-        ) as staging,
-    ):
-        staged = staging.path / "selection.parquet"
-        reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
-        with warehouse.connect(spill_dir(storage.output_root)) as con:
-            raw_guard = Stopwatch()
-            raw_rechecked = not _raw_passed_in_this_run(context, source)
-            if raw_rechecked:
-                guard(source.dump, "raw", check_raw(con, source.dump, source.files, with_warnings=False))
-            raw_guard_seconds = raw_guard.seconds()
-            write_selection(con, source.paths, staged, SEED_POLICY, reporter)
-            counts = selection_counts(con, staged)
-            contract = Stopwatch()
-            report = ContractReport(
-                source.dump, "sampled", check_selection(con, staged, SEED_POLICY, source.rows)
-            )
-            contract_seconds = contract.seconds()
-        yield from report.refuse_if_blocked()
-        published = staging.publish(
-            {selection_path(storage.output_root, source.dump): staged},
-            {"rows": source.rows, "kept": sum(kept for _, kept in counts.values())},
-            inputs=source.as_input(),
-        )
+    with writing_step(context, root, _space_needed(source)):
+        if unchanged := unchanged_output(context, root, name, source.as_input()):
+            yield unchanged_materialization(unchanged, SELECTION_CHECKS, {"rows_kept": unchanged["contents"]["kept"]})
+            return
+        with (
+            heavy_slot(context, root, DUCKDB_POOL),
+            staged_publication(root, name, source.dump, context.log.info,
+                               code_version=asset_code_version(context)) as staging,
+        ):
+            report, published, timings, counts, raw_rechecked = yield from _sample(context, source, warehouse, staging)
     yield report.materialization(
         {
             **_selection_metadata(counts, time.monotonic() - started),
             "raw_rechecked": raw_rechecked,
-            "raw_guard_seconds": raw_guard_seconds,
-            "contract_seconds": contract_seconds,
+            **timings,
             **warehouse.cores_metadata(),
         },
         data_version(published),
     )
+
+
+def _sample(context: dg.AssetExecutionContext, source: DumpSource, warehouse: Warehouse, staging: Staging):
+    """Write the selection, check it and publish it (a generator: it yields the check results when
+    refused); returns (the report, the record, the timings, the counts, whether raw was re-checked)."""
+    staged = staging.path / "selection.parquet"
+    reporter = ProgressReporter(context.log.info, f"sampling {source.dump}", source.rows)
+    with warehouse.connect(spill_dir(staging.output_root)) as con:
+        raw_guard = Stopwatch()
+        raw_rechecked = not _raw_passed_in_this_run(context, source)
+        if raw_rechecked:
+            guard(source.dump, "raw", check_raw(con, source.dump, source.files, with_warnings=False))
+        raw_guard_seconds = raw_guard.seconds()
+        write_selection(con, source.paths, staged, SEED_POLICY, reporter)
+        counts = selection_counts(con, staged)
+        contract = Stopwatch()
+        report = ContractReport(source.dump, "sampled", check_selection(con, staged, SEED_POLICY, source.rows))
+        contract_seconds = contract.seconds()
+    yield from report.refuse_if_blocked()
+    published = staging.publish(
+        {selection_path(staging.output_root, source.dump): staged},
+        {"rows": source.rows, "kept": sum(kept for _, kept in counts.values())},
+        inputs=source.as_input(),
+    )
+    timings = {"raw_guard_seconds": raw_guard_seconds, "contract_seconds": contract_seconds}
+    return report, published, timings, counts, raw_rechecked
 
 
 def _space_needed(source: DumpSource) -> SpaceNeed:

@@ -30,12 +30,14 @@ from typing import Any
 import dagster as dg
 
 from fw_assets.contracts.findings import CheckOutcome, ContractCheck, rejection_message
-from fw_assets.formats.lineage import ASSET_OF_STEP
+from fw_assets.formats.lineage import ASSET_OF_STEP, unchanged_publication
 from fw_assets.formats.published_files import verify_publications
 from fw_assets.lib.checksums import ALGORITHM
 from fw_assets.lib.markdown import literal, table
+from fw_assets.lib.publish import data_version
 from fw_assets.partitions import dump_partitions
 from fw_assets.resources import FineWebStorage
+from fw_assets.run_health import asset_code_version
 
 # What an asset with a contract yields: its check results (only when refused), or its materialization.
 Events = Iterator[dg.AssetCheckResult | dg.MaterializeResult]
@@ -82,6 +84,58 @@ class ContractReport:
             check_results=[check_result(outcome) for outcome in self.outcomes],
             data_version=dg.DataVersion(version),
         )
+
+
+# A run tagged so makes every output again, even one unchanged since its published generation.
+FORCE_TAG = "fw_assets/force"
+
+
+def forced(context: dg.AssetExecutionContext) -> bool:
+    """Whether the run makes every output again, unchanged or not (tag `fw_assets/force`=`true`)."""
+    return context.run.tags.get(FORCE_TAG, "").strip().lower() == "true"
+
+
+def unchanged_output(
+    context: dg.AssetExecutionContext, output_root, name: str, inputs: Mapping[str, Mapping[str, Any]]
+) -> dict | None:
+    """The record of the step's published output `name` when this run would publish the same again
+    (made by this code from these `inputs`: fw_assets.formats.lineage.unchanged_publication) and
+    the run does not force the work; the log says which."""
+    if forced(context):
+        return None
+    record = unchanged_publication(output_root, name, asset_code_version(context), inputs)
+    if record is not None:
+        context.log.info(
+            f"{name}: unchanged since generation {record['generation']} ({record['published_at']}): the same "
+            f"code from the same inputs; not redone (tag the run {FORCE_TAG}=true to redo it)"
+        )
+    return record
+
+
+def unchanged_materialization(
+    record: dict, checks: Sequence[ContractCheck], metadata: Mapping[str, Any] | None = None
+) -> dg.MaterializeResult:
+    """The step's output materialized as it is published (`record`), not made again: its data
+    version is the publication's (nothing downstream changes), and its checks pass as they did when
+    it was published (a publication is made only when its blocking checks pass)."""
+    since = {"unchanged_since_generation": record["generation"], "published_at": record["published_at"]}
+    return rechecked_nothing(data_version(record), since, checks, metadata)
+
+
+def rechecked_nothing(
+    version: str, since: Mapping[str, Any], checks: Sequence[ContractCheck], metadata: Mapping[str, Any] | None = None
+) -> dg.MaterializeResult:
+    """A materialization of what the step made before (`since` says when), with data version
+    `version` and each of `checks` passed as it passed then."""
+    return dg.MaterializeResult(
+        metadata={**since, "not_redone": True, **(metadata or {})},
+        check_results=[
+            dg.AssetCheckResult(check_name=check.name, passed=True, metadata=dict(since),
+                                severity=dg.AssetCheckSeverity.ERROR if check.blocking else dg.AssetCheckSeverity.WARN)
+            for check in checks
+        ],
+        data_version=dg.DataVersion(version),
+    )
 
 
 def check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:

@@ -17,7 +17,13 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.contracts.asset_checks import (
+    ContractReport,
+    Events,
+    check_specs,
+    unchanged_materialization,
+    unchanged_output,
+)
 from fw_assets.crawl_order import after
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import (
@@ -55,7 +61,7 @@ from fw_assets.paths import (
     spill_dir,
 )
 from fw_assets.resources import DUCKDB_STEP, FineWebStorage, Warehouse
-from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_step
+from fw_assets.run_health import DUCKDB_POOL, asset_code_version, heavy_slot, writing_step
 
 SQL = ("dedup_decisions", "dedup_sorted_keys", *CONTRACT_SQL)
 MODULES = tuple(
@@ -94,31 +100,34 @@ def deduplicated(
     context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse
 ) -> Events:
     dump, root, log = context.partition_key, storage.output_root, context.log.info
+    name = publication_name("dedup", dump)
     started, cpu_started = time.monotonic(), time.process_time()
-    with (
-        heavy_step(context, root, DUCKDB_POOL, _space_needed(root, dump)),
-        staged_publication(root, publication_name("dedup", dump), dump, log,
-                           code_version=asset_code_version(context)) as staging,
-        _published_inputs(root, dump, log) as inputs,
-        warehouse.connect(spill_dir(root)) as con,
-    ):
-        staged = staging.path / f"{dump}.parquet"
-        try:
-            with naming(staging.path):
-                summary = decide_dump(
-                    con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
-                    threads=warehouse.thread_count(),
-                )
-        except MinhashFileError as error:
-            raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
-        decide_seconds = time.monotonic() - started
-        outcomes = check_decisions(con, dump, staged, inputs.bucketed, inputs.minhash, MINHASH_POLICY)
-        report = ContractReport(dump, "deduplicated", outcomes)
-        metadata = _metadata(con, dump, staged, inputs, summary)
-        yield from report.refuse_if_blocked()
-        published = staging.publish(
-            {dedup_path(root, dump): staged}, {"documents": summary.documents}, inputs=inputs.entries
-        )
+    with writing_step(context, root, _space_needed(root, dump)), _published_inputs(root, dump, log) as inputs:
+        if unchanged := unchanged_output(context, root, name, inputs.entries):
+            yield unchanged_materialization(unchanged, DEDUP_CHECKS, {"documents": unchanged["contents"]["documents"]})
+            return
+        with (
+            heavy_slot(context, root, DUCKDB_POOL),
+            staged_publication(root, name, dump, log, code_version=asset_code_version(context)) as staging,
+            warehouse.connect(spill_dir(root)) as con,
+        ):
+            staged = staging.path / f"{dump}.parquet"
+            try:
+                with naming(staging.path):
+                    summary = decide_dump(
+                        con, dump, inputs.minhash[dump], list(inputs.earlier().items()), staged, MINHASH_POLICY,
+                        threads=warehouse.thread_count(),
+                    )
+            except MinhashFileError as error:
+                raise dg.Failure(f"Dump {dump}: {error}. Nothing was published.") from error
+            decide_seconds = time.monotonic() - started
+            outcomes = check_decisions(con, dump, staged, inputs.bucketed, inputs.minhash, MINHASH_POLICY)
+            report = ContractReport(dump, "deduplicated", outcomes)
+            metadata = _metadata(con, dump, staged, inputs, summary)
+            yield from report.refuse_if_blocked()
+            published = staging.publish(
+                {dedup_path(root, dump): staged}, {"documents": summary.documents}, inputs=inputs.entries
+            )
     seconds = time.monotonic() - started
     timing = {
         "seconds": round(seconds, 2),

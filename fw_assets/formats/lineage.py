@@ -17,10 +17,11 @@ checksum: each naming the file and the command that makes the output again (Dama
 sensors read records with `generation_state`, which says the same instead of raising.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fw_assets.lib.generation_record import RecordRefused
 from fw_assets.lib.publish import (
@@ -28,6 +29,7 @@ from fw_assets.lib.publish import (
     FileSelection,
     Log,
     PublishedOutputChanged,
+    changed_files,
     changed_inputs,
     no_file,
     published_generation,
@@ -184,3 +186,32 @@ def generation_state(output_root: Path, name: str, partition: str, compare_input
     except RecordRefused as error:
         return GenerationState(None, damage_message(error))
     return GenerationState(record, None, tuple(changed))
+
+
+def unchanged_publication(
+    output_root: Path, name: str, code_version: str, inputs: Mapping[str, Mapping[str, Any]]
+) -> dict | None:
+    """The generation record of `name` when making it again now would publish what is published:
+    made by code of `code_version` from `inputs` (the entries the step would record now: each the
+    same generation as recorded, or the same content version), its files all there with their sizes
+    and checksums (read back: an output changed in place is made again). None otherwise, also when
+    the record cannot be trusted: the step then makes the output again."""
+    try:
+        record = recorded_generation(output_root, name)
+        if record is None or record["code_version"] != code_version or set(record["inputs"]) != set(inputs):
+            return None
+        if not all(_same_entry(record["inputs"][input_name], entry) for input_name, entry in inputs.items()):
+            return None
+        return None if changed_files(output_root, record) else record
+    except RecordRefused:
+        return None
+
+
+def _same_entry(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
+    """Two entries of one input name the same data: equal, or of one content version (an identical
+    re-sign) and otherwise equal."""
+    if recorded == now:
+        return True
+    version = recorded.get("content_version")
+    without = {key: value for key, value in recorded.items() if key != "generation"}
+    return version is not None and without == {key: value for key, value in now.items() if key != "generation"}

@@ -11,11 +11,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.contracts.asset_checks import (
+    ContractReport,
+    Events,
+    check_specs,
+    unchanged_materialization,
+    unchanged_output,
+)
 from fw_assets.formats.lineage import checked_generation
 from fw_assets.lib.disk import SpaceNeed
 from fw_assets.lib.markdown import table
-from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication
+from fw_assets.lib.publish import data_version, every_file, input_entry, staged_publication, trusted_record
 from fw_assets.lib.versions import code_version
 from fw_assets.partitions import dump_partitions
 from fw_assets.paths import (
@@ -38,7 +44,7 @@ from fw_assets.probe.scoring import (
     tiktoken_byte_lengths,
 )
 from fw_assets.resources import FineWebStorage, Warehouse
-from fw_assets.run_health import TOKENIZER_POOL, asset_code_version, heavy_step
+from fw_assets.run_health import TOKENIZER_POOL, asset_code_version, heavy_slot, writing_step
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.tokenized import tokenized
 
@@ -86,35 +92,53 @@ def probe_loss(
     except ValueError as error:
         raise dg.Failure(f"Dump {dump}: {error}") from error
     started = time.monotonic()
-    with (
-        heavy_step(context, root, TOKENIZER_POOL, SPACE),
-        staged_publication(root, publication_name("probe_loss", spec.name, dump), dump, log,
-                           code_version=asset_code_version(context)) as staging,
-        # every document's tokens are scored: the token files are read whole
-        checked_generation(root, publication_name("tokenized", probe.tokenizer, dump), dump, log,
-                           verified=every_file) as tokens,
-        checked_generation(root, publication_name("bucketed", dump), dump, log) as bucketed_record,
-    ):
-        buckets = _bucket_documents(root, dump, probe.tokenizer, tokens, bucketed_record, staging.path)
-        total = sum(tokens["contents"]["documents"].values())
-        log(f"Scoring {dump} ({total:,} documents in {len(buckets)} buckets) with probe {spec.name}")
-        written, reference = _score(spec, buckets, tokens["contents"]["tokenizer"], warehouse, staging.path, dump, log)
-        report = ContractReport(dump, "probe_loss", check_probe({b.name: (b.prefix, b.output) for b in buckets}))
-        yield from report.refuse_if_blocked()
-        contents = {
-            "probe": {**identity, **({"reference_sha256": reference} if reference else {})},
-            "documents": {b: w.documents for b, w in written.items()},
-            "truncated": {b: w.truncated for b, w in written.items()},
-        }
-        inputs = {  # the documents scored are the token files'; the model probe reads their texts
-            publication_name("tokenized", probe.tokenizer, dump): input_entry(
-                tokens, tokenizer=tokens["contents"]["tokenizer"]
-            ),
-            publication_name("bucketed", dump): input_entry(bucketed_record),
-        }
-        published = staging.publish(_moves(root, spec.name, dump, buckets, written), contents, inputs=inputs)
+    name = publication_name("probe_loss", spec.name, dump)
+    tokens_name = publication_name("tokenized", probe.tokenizer, dump)
+    bucketed_name = publication_name("bucketed", dump)
+    with writing_step(context, root, SPACE):
+        now = _inputs(dump, probe.tokenizer, trusted_record(root, tokens_name), trusted_record(root, bucketed_name))
+        if unchanged := unchanged_output(context, root, name, now):
+            yield unchanged_materialization(unchanged, PROBE_CHECKS)
+            return
+        with (
+            heavy_slot(context, root, TOKENIZER_POOL),
+            staged_publication(root, name, dump, log, code_version=asset_code_version(context)) as staging,
+            # every document's tokens are scored: the token files are read whole
+            checked_generation(root, tokens_name, dump, log, verified=every_file) as tokens,
+            checked_generation(root, bucketed_name, dump, log) as bucketed_record,
+        ):
+            buckets = _bucket_documents(root, dump, probe.tokenizer, tokens, bucketed_record, staging.path)
+            total = sum(tokens["contents"]["documents"].values())
+            log(f"Scoring {dump} ({total:,} documents in {len(buckets)} buckets) with probe {spec.name}")
+            written, reference = _score(
+                spec, buckets, tokens["contents"]["tokenizer"], warehouse, staging.path, dump, log
+            )
+            report = ContractReport(
+                dump, "probe_loss", check_probe({b.name: (b.prefix, b.output) for b in buckets})
+            )
+            yield from report.refuse_if_blocked()
+            contents = {
+                "probe": {**identity, **({"reference_sha256": reference} if reference else {})},
+                "documents": {b: w.documents for b, w in written.items()},
+                "truncated": {b: w.truncated for b, w in written.items()},
+            }
+            published = staging.publish(
+                _moves(root, spec.name, dump, buckets, written), contents,
+                inputs=_inputs(dump, probe.tokenizer, tokens, bucketed_record),
+            )
     metadata = _metadata(written, contents["probe"], time.monotonic() - started, probe_dir(root, spec.name))
     yield report.materialization(metadata, data_version(published))
+
+
+def _inputs(dump: str, tokenizer: str, tokens: dict | None, bucketed_record: dict | None) -> dict:
+    """What a publication of the dump's losses records it was made from: the documents scored are
+    the token files'; the model probe reads their texts."""
+    return {
+        publication_name("tokenized", tokenizer, dump): input_entry(
+            tokens, **({"tokenizer": tokens["contents"]["tokenizer"]} if tokens else {})
+        ),
+        publication_name("bucketed", dump): input_entry(bucketed_record),
+    }
 
 
 def _bucket_documents(

@@ -9,7 +9,13 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from fw_assets.bucketing.bucketed import bucketed
-from fw_assets.contracts.asset_checks import ContractReport, Events, check_specs
+from fw_assets.contracts.asset_checks import (
+    ContractReport,
+    Events,
+    check_specs,
+    unchanged_materialization,
+    unchanged_output,
+)
 from fw_assets.crawl_order import after
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.formats.indexed_dataset import optimal_token_dtype
@@ -30,7 +36,7 @@ from fw_assets.paths import (
     tokenizer_dir,
 )
 from fw_assets.resources import FineWebStorage, Warehouse
-from fw_assets.run_health import TOKENIZER_POOL, asset_code_version, heavy_step
+from fw_assets.run_health import TOKENIZER_POOL, asset_code_version, heavy_slot, writing_step
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.tokenizing.contract import RECONCILIATION_SQL, TOKENIZED_CHECKS, check_tokenized, kept_per_bucket
 from fw_assets.tokenizing.encode import ParallelEncoder
@@ -75,17 +81,43 @@ def tokenized(
     tokenizer: TokenizerResource,
 ) -> Events:
     dump = context.partition_key
-    spec = tokenizer.spec()
     # here first, without its backend (the workers load that): a bad configuration fails at once
-    loaded = spec.reference().load()
+    loaded = tokenizer.spec().reference().load()
     identity = loaded.identity()
+    token_dtype = optimal_token_dtype(identity["vocab_size"])
+    started = time.monotonic()
+    root = storage.output_root
+    bucketed_name, dedup_name = publication_name("bucketed", dump), publication_name("dedup", dump)
+    with writing_step(context, root, _space_needed(root, dump, token_dtype)):
+        now = _inputs(dump, trusted_record(root, bucketed_name), trusted_record(root, dedup_name), identity)
+        if unchanged := unchanged_output(context, root, publication_name("tokenized", identity["name"], dump), now):
+            yield unchanged_materialization(unchanged, TOKENIZED_CHECKS)
+            return
+        yield from _tokenize(context, storage, warehouse, tokenizer, loaded, started)
+
+
+def _inputs(dump: str, bucketed_record: dict | None, dedup_record: dict | None, identity: dict) -> dict:
+    """What a publication of the dump's token files records it was made from: the texts, the
+    decisions, and the tokenizer (its identity)."""
+    return {
+        publication_name("bucketed", dump): input_entry(bucketed_record),
+        publication_name("dedup", dump): input_entry(dedup_record),
+        "tokenizer": identity,
+    }
+
+
+def _tokenize(
+    context: dg.AssetExecutionContext, storage: FineWebStorage, warehouse: Warehouse, tokenizer: TokenizerResource,
+    loaded, started: float,
+) -> Events:
+    """Encode the dump's kept documents, check the token files and publish them."""
+    dump, root, log = context.partition_key, storage.output_root, context.log.info
+    spec, identity = tokenizer.spec(), loaded.identity()
     name = identity["name"]
     token_dtype = optimal_token_dtype(identity["vocab_size"])
     workers, batch_rows = tokenizer.worker_count(), tokenizer.batch_rows()
-    started = time.monotonic()
-    root, log = storage.output_root, context.log.info
     with (
-        heavy_step(context, root, TOKENIZER_POOL, _space_needed(root, dump, token_dtype)),
+        heavy_slot(context, root, TOKENIZER_POOL),
         staged_publication(root, publication_name("tokenized", name, dump), dump, log,
                            code_version=asset_code_version(context)) as staging,
         # every text and every decision is read: both are read whole
@@ -126,8 +158,7 @@ def tokenized(
         published = staging.publish(
             _moves(storage, name, dump, staging.path, written),
             _record_contents(written, identity),
-            inputs={publication_name("bucketed", dump): input_entry(bucketed_record),
-                    publication_name("dedup", dump): input_entry(dedup_record)},
+            inputs=_inputs(dump, bucketed_record, dedup_record, identity),
         )
     yield report.materialization(
         {

@@ -4,6 +4,8 @@ published output goes through the one check."""
 
 import ast
 import json
+import os
+import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -24,13 +26,16 @@ from fw_assets.lib.publish import changed_inputs
 from fw_assets.mixtures.megatron_indexes import megatron_indexes
 from fw_assets.mixtures.mixture_plan import mixture_plan
 from fw_assets.mixtures.packed import packed
-from fw_assets.paths import generation_record_path
+from fw_assets.paths import generation_record_path, source_dump_dir
 from fw_assets.probe.probe_loss import probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.settings import MIXTURES_DIR_ENV
+from fw_assets.tokenizing.resources import TokenizerResource
+from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.damage import flip_byte
 from fw_assets_tests.support.materialized_mixtures import BUILD_CONFIG, RECIPE, RECIPE_NAME, write_recipe
-from fw_assets_tests.support.runs import SAMPLE_DUMPS, materialize_dump, resources
-from fw_assets_tests.support.trees import writable_copy
+from fw_assets_tests.support.runs import CHAIN, SAMPLE_DUMPS, materialize_dump, resources
+from fw_assets_tests.support.trees import published_data, published_tree, writable_copy
 
 # Every asset's output reweighted and exported: each step publishes at least once.
 EVERYTHING = {**RECIPE, "export": "packed", "sources": {**RECIPE["sources"], "top": {
@@ -166,3 +171,90 @@ def test_every_reader_of_a_published_output_goes_through_the_check():
         ):
             direct.add(module)
     assert sorted(direct) == []
+
+
+# --- a step whose output would be published again the same is not redone ---
+STEPS = ("raw", "sampled", "bucketed", "minhash", "deduplicated", "tokenized")
+ONE_WORKER = {"tokenizer": TokenizerResource(workers=1)}
+
+
+def step_metadata(result: dg.ExecuteInProcessResult, step: str) -> dict:
+    (event,) = result.asset_materializations_for_node(step)
+    return {key: value.value for key, value in event.metadata.items()}
+
+
+def not_redone(result: dg.ExecuteInProcessResult) -> set[str]:
+    return {step for step in STEPS if step_metadata(result, step).get("not_redone")}
+
+
+def data_versions(result: dg.ExecuteInProcessResult) -> dict[str, str]:
+    return {step: result.asset_materializations_for_node(step)[0].tags["dagster/data_version"] for step in STEPS}
+
+
+@pytest.fixture
+def chained(sample_source, tmp_path):
+    """A writable copy of the first sample dump's source and its chain, tokens included, in an
+    instance of the test's own: (source, output, instance, the run)."""
+    source = tmp_path / "source"
+    shutil.copytree(source_dump_dir(sample_source, SAMPLE_DUMPS[0]), source_dump_dir(source, SAMPLE_DUMPS[0]))
+    output = tmp_path / "output"
+    with dg.DagsterInstance.ephemeral() as instance:
+        run = materialize_dump(source, output, SAMPLE_DUMPS[0], [*CHAIN, tokenized], instance,
+                               extra_resources=ONE_WORKER)
+        yield source, output, instance, run
+
+
+def decided(output: Path) -> dict[str, str]:
+    """The digests of the decisions and token files: the same bytes whatever the threads (the
+    bucketed files' row order is DuckDB's)."""
+    return {path: digest for path, digest in published_data(output).items()
+            if path.startswith(("dedup/", "tokenized/"))}
+
+
+def run_again(chained, redo: bool = False) -> dg.ExecuteInProcessResult:
+    source, output, instance, _ = chained
+    return materialize_dump(source, output, SAMPLE_DUMPS[0], [*CHAIN, tokenized], instance,
+                            extra_resources=ONE_WORKER, redo=redo)
+
+
+def test_a_run_of_a_dump_whose_inputs_and_code_are_unchanged_redoes_no_step(chained):
+    _, output, _, first = chained
+    published = published_tree(output)
+    again = run_again(chained)
+    assert not_redone(again) == set(STEPS)
+    assert published_tree(output) == published  # nothing written, not even a record
+    assert data_versions(again) == data_versions(first)  # nothing downstream changes
+    evaluations = [e for e in again.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION]
+    assert evaluations and all(e.event_specific_data.passed for e in evaluations)
+    assert step_metadata(again, "tokenized")["unchanged_since_generation"] == json.loads(
+        next(generation_record_path(output, "x").parent.glob("tokenized-*.json")).read_text())["generation"]
+
+
+def test_the_force_tag_redoes_every_step_to_the_same_data(chained):
+    _, output, _, first = chained
+    before = decided(output)
+    again = run_again(chained, redo=True)
+    assert not not_redone(again)
+    assert decided(output) == before
+    assert data_versions(again)["minhash"] == data_versions(first)["minhash"]  # by content
+
+
+def test_an_output_changed_in_place_is_made_again_and_the_rest_not(chained):
+    _, output, _, _ = chained
+    token_file = next(output.glob("tokenized/*/*/*.bin"))
+    intact = token_file.read_bytes()
+    flip_byte(token_file, len(intact) // 2)  # same size: only its checksum tells
+    again = run_again(chained)
+    assert not_redone(again) == set(STEPS) - {"tokenized"}
+    assert token_file.read_bytes() == intact
+
+
+def test_a_source_file_touched_since_is_checked_and_processed_again_to_the_same_bytes(chained):
+    source, output, _, _ = chained
+    before = decided(output)
+    shard = next(source_dump_dir(source, SAMPLE_DUMPS[0]).glob("*.parquet"))
+    # a re-download of the same bytes
+    os.utime(shard, ns=(shard.stat().st_atime_ns, shard.stat().st_mtime_ns + 10**9))
+    again = run_again(chained)
+    assert {"raw", "sampled", "bucketed"}.isdisjoint(not_redone(again))
+    assert decided(output) == before

@@ -51,3 +51,12 @@ def damage_text_page(path: Path, group: int) -> None:
     data = bytearray(path.read_bytes())
     data[middle : middle + 64] = bytes(range(64))
     path.write_bytes(bytes(data))
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    """One bit of the byte at `offset` flipped in place: the file keeps its size."""
+    with open(path, "r+b") as file:
+        file.seek(offset)
+        byte = file.read(1)[0]
+        file.seek(offset)
+        file.write(bytes([byte ^ 0x01]))

@@ -16,6 +16,7 @@ from fw_assets.automation.dump_runs import PARTITION_TAG
 from fw_assets.bucketing.bucketed import bucketed
 from fw_assets.bucketing.raw import raw
 from fw_assets.bucketing.sampled import sampled
+from fw_assets.contracts.asset_checks import FORCE_TAG
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.dedup.minhash import minhash
@@ -42,9 +43,11 @@ def materialize_dump(
     instance=None,
     raise_on_error=True,
     extra_resources: dict | None = None,
+    redo: bool = True,
 ) -> dg.ExecuteInProcessResult:
     """Materialize `assets` for one dump, in one run whose asset selection is theirs (as a CLI or UI
-    run records it); `extra_resources` (e.g. `tokenizer`) join the defaults."""
+    run records it); `extra_resources` (e.g. `tokenizer`) join the defaults. The steps do their work
+    even when their output is unchanged (tag fw_assets/force), unless `redo` is False."""
     definitions = dg.Definitions(
         assets=assets,
         resources={**resources(source_root, output_root), **(extra_resources or {})},
@@ -56,6 +59,7 @@ def materialize_dump(
         instance=instance,
         raise_on_error=raise_on_error,
         asset_selection=[key for asset in assets for key in asset.keys],
+        tags={FORCE_TAG: "true"} if redo else None,
     )
 
 
