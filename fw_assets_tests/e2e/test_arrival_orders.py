@@ -3,12 +3,16 @@ workers (each a host of its own), the `new_dumps` sensor on, dumps landing in th
 after another, first newest first, then (later dumps) in a random order. Every dump is signed on
 whichever host is free, and decided and tokenized exactly once, once the earlier dumps in flight
 are signed: no run fails, no token file is published from decisions that change later, and every
-output is byte for byte what one machine publishes running the dumps in crawl order."""
+output is byte for byte what one machine publishes running the dumps in crawl order. Then one
+backfill of every dump, with the sensors on as the docs say: its runs redo nothing and decide
+nothing again, so each dump's chain ran once."""
 
 import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -16,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.celery_local import DeployedWebserver, LocalDeployment
+from bench.celery_local import DeployedWebserver, LocalDeployment, backfill_status
 from bench.dagster_services import tag, wait_for
 from fw_assets import settings
 from fw_assets.paths import generation_record_path, publication_name
@@ -129,6 +133,47 @@ def random_order(world, newest_first) -> Arrival:
     order = list(RANDOM_ORDER)
     random.Random(int(os.environ.get("FW_ARRIVAL_SEED", "20261128"))).shuffle(order)
     return arrive(world, RANDOM_ORDER, order)
+
+
+@dataclass(frozen=True)
+class Backfill:
+    records_before: dict[str, str]  # every generation record's digest before the backfill
+    signing: list[dict]  # the backfill's runs
+    after: list[dict]  # every run launched since the backfill, its own included
+
+
+@pytest.fixture(scope="module")
+def backfilled_again(world, random_order) -> Backfill:
+    """Every dump backfilled by the one CLI command (`python -m fw_assets.backfill --all`), as a user
+    who left the sensors on backfills the whole corpus."""
+    records_before = generation_records(world)
+    earlier = {run["runId"] for run in world.webserver.runs({})}
+    env = {**world.local.env, "FW_WEBSERVER_PORT": world.webserver.url.rsplit(":", 1)[1]}
+    launched = subprocess.run([sys.executable, "-m", "fw_assets.backfill", "--all"], env=env, capture_output=True,
+                              text=True, timeout=120)
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    backfill_id = launched.stdout.split()[1].rstrip(":")
+    dumps = (*NEWEST_FIRST, *RANDOM_ORDER)
+    wait_for("the backfill to end and the automation to evaluate after it",
+             lambda: backfill_status(world.webserver, backfill_id) == "COMPLETED_SUCCESS" and settled(world, dumps),
+             SETTLE_TIMEOUT, every=3, logs=world.local.logs)
+    after = [run for run in world.webserver.runs({}) if run["runId"] not in earlier]
+    return Backfill(records_before, [r for r in after if tag(r, "dagster/backfill") == backfill_id], after)
+
+
+def generation_records(world: World) -> dict[str, str]:
+    folder = generation_record_path(world.root / "output", "x").parent
+    return {path.name: path.read_text() for path in sorted(folder.glob("*.json")) if "probe_loss" not in path.name}
+
+
+def test_a_backfill_of_every_dump_with_the_sensors_on_runs_each_chain_once(world, backfilled_again):
+    dumps = sorted((*NEWEST_FIRST, *RANDOM_ORDER))
+    assert sorted(tag(run, "dagster/partition") for run in backfilled_again.signing) == dumps
+    assert all(run["status"] == "SUCCESS" for run in backfilled_again.after), backfilled_again.after
+    assert not [r for r in backfilled_again.after if tag(r, "dagster/sensor_name") == "decide_in_crawl_order"]
+    assert generation_records(world) == backfilled_again.records_before  # nothing published again
+    counts = {(asset, dump): len(materializations(world.webserver, asset, dump)) for asset in KEPT for dump in dumps}
+    assert counts == dict.fromkeys(counts, 1)
 
 
 @pytest.fixture(scope="module")

@@ -343,14 +343,24 @@ class RepeatedDumps:
 
     runs: list[dict]  # every run launched meanwhile
     settled: dict[str, tuple[str, list[str]]]  # what the UI then says of each dump's decisions
+    records: tuple[dict[str, str], dict[str, str]]  # the dumps' generation records before and after
+
+
+def dump_records(output: Path) -> dict[str, str]:
+    """Each dump publication's generation record as it is on disk (probe losses apart: the
+    `stale_losses` sensor scores dumps on its own schedule)."""
+    return {p.name: p.read_text() for p in sorted((output / "published").glob("*CC-MAIN-*.json"))
+            if not p.name.startswith("probe_loss")}
 
 
 @pytest.fixture(scope="module")
 def repeated(services, world, cli_run) -> RepeatedDumps:
     dumps = [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]
     env = {**os.environ, **deployment_env(world), "DAGSTER_HOME": str(world["home"])}
+    wait_for("every run to end", lambda: decided_after(services, 0), 300, every=3, logs=services.logs)
+    before = dump_records(world["output"])
     runs = backfill_again_then_cli(services, dumps[:3], env, world["home"])
-    return RepeatedDumps(runs, decisions_staleness(services, dumps))
+    return RepeatedDumps(runs, decisions_staleness(services, dumps), (before, dump_records(world["output"])))
 
 
 def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
@@ -358,6 +368,8 @@ def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world
     # reweights by the built-in probe: `stale_losses` scores the dumps tokenized again)
     chains = [r for r in repeated.runs if tag(r, "dagster/sensor_name") != "stale_losses"]
     assert sorted(tag(r, "dagster/partition") for r in chains) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
+    before, after = repeated.records
+    assert after == before  # every step found its output unchanged: nothing was published again
     assert not [r for r in chains if tag(r, "dagster/sensor_name")]
     assert repeated.settled == dict.fromkeys(repeated.settled, ("FRESH", []))  # what the UI shows
 
