@@ -28,6 +28,7 @@ from bench.dagster_services import (
     backfill_again_then_cli,
     chain_asset_keys,
     dagster_cli,
+    decided_after,
     find_chromium,
     kept_asset_keys,
     signing_asset_keys,
