@@ -16,10 +16,11 @@ import dagster as dg
 
 A = dg.AutomationCondition
 
-# The dump's own output was never made, no run is making it, and its last attempt did not fail (a
-# failed attempt is not retried tick after tick: its inputs changing, or a person, asks again). Not
-# while a run is making it: a state true during the run would ask again as soon as the run ends.
-NEVER_MADE = (A.missing() & ~A.in_progress() & ~A.execution_failed()).with_label("never made, nor being made")
+# The dump's own output was never made and its last attempt did not fail: true on the tick that
+# becomes so (or on the first evaluation), not on every tick while it stays so, or a request whose
+# run is not yet queued when the next tick comes would be asked for again (a failed attempt is not
+# retried tick after tick either: its inputs changing, or a person, asks again).
+NEVER_MADE = (A.missing() & ~A.execution_failed()).newly_true().with_label("never made, and not failed")
 
 
 def after(
