@@ -588,3 +588,31 @@ class HeadlessChromium:
             _signal_group(self.process.pid, signal.SIGKILL)
             self.process.wait()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+EVALUATIONS = """query($key: AssetKeyInput!) { assetConditionEvaluationRecordsOrError(assetKey: $key, limit: 200) {
+  ... on AssetConditionEvaluationRecords { records { evaluationId timestamp numRequested runIds
+    evaluationNodes { uniqueId userLabel expandedLabel numTrue } } } } }"""
+TRUE_PARTITIONS = """query($key: AssetKeyInput!, $id: ID!, $node: String!) {
+  truePartitionsForAutomationConditionEvaluationNode(assetKey: $key, evaluationId: $id, nodeUniqueId: $node) }"""
+
+
+def why_requested(services: DagsterServices, key: dg.AssetKey, partition: str) -> list[str]:
+    """Each automation evaluation that requested `partition` of `key`, a line each: when, its runs,
+    and the labelled parts of its condition that were true for the partition (what the UI shows
+    under the asset's *Automation*)."""
+    records = services.graphql(EVALUATIONS, {"key": {"path": key.path}})["assetConditionEvaluationRecordsOrError"]
+    lines = []
+    for record in records.get("records", []):
+        if not record["numRequested"]:
+            continue
+        true = []
+        for node in record["evaluationNodes"]:
+            label = node["userLabel"] or " ".join(node["expandedLabel"])[:60]
+            found = services.graphql(TRUE_PARTITIONS, {"key": {"path": key.path}, "id": record["evaluationId"],
+                                                       "node": node["uniqueId"]})
+            if partition in found["truePartitionsForAutomationConditionEvaluationNode"]:
+                true.append(label)
+        if true and true[0]:
+            lines.append(f"{record['timestamp']:.1f} runs {record['runIds']}: " + "; ".join(true))
+    return lines
