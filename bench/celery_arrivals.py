@@ -46,6 +46,7 @@ from bench.dagster_services import DECISIONS_SENSOR, kept_asset_keys, signing_as
 from bench.run_overheads import (
     BEFORE_START,
     DECISIONS,
+    PHASES,
     SCORING,
     SIGNING,
     Overheads,
@@ -139,12 +140,12 @@ def materialization_counts(webserver: DeployedWebserver, dumps: list[str]) -> di
 
 
 def settled(webserver: DeployedWebserver, dumps: list[str]) -> list[dict] | None:
-    """Every run, once each dump is tokenized, no run is left to finish, and the decisions'
+    """Every run, once each dump is scored, no run is left to finish, and the decisions'
     automation evaluated after the last run ended (so it requests nothing more)."""
     runs = webserver.graphql(RUNS)["runsOrError"]["results"]
     if not runs or any(run["status"] not in FINISHED for run in runs):
         return None
-    if 0 in materialization_counts(webserver, dumps)["tokenized"]:
+    if any(0 in counts for counts in materialization_counts(webserver, dumps).values()):
         return None
     tick = webserver.latest_tick(DECISIONS_SENSOR)
     last_end = max(run["endTime"] or 0.0 for run in runs)
@@ -214,9 +215,7 @@ def report(setup: Setup, measured: dict) -> tuple[str, Overheads]:
     overheads = Overheads.measured(runs, every_tick, RUN_KINDS)
     start = min(measured["landed"].values())
     lines = [_setup_line(setup), "", *_whole(measured, runs, start), "", *_critical_path(measured, runs, start)]
-    for kind in RUN_KINDS:
-        lines += ["", *_run_table(runs, kind)]
-    lines += ["", *_latencies(measured, runs, every_tick), "",
+    lines += ["", *_runs_table(runs), "", *_latencies(measured, runs, every_tick), "",
               f"Overheads per run for the model: {_overheads_line(overheads)}"]
     return "\n".join(lines), overheads
 
@@ -261,14 +260,23 @@ def _critical_path(measured: dict, runs: list[RunRecord], start: float) -> list[
     ]
 
 
-def _run_table(runs: list[RunRecord], kind: str) -> list[str]:
-    phases, steps = phase_spreads(runs, kind), step_spreads(runs, kind)
-    run = phases["run"].median
-    lines = [f"{kind.capitalize()} runs, seconds, median (range):", "",
-             "| phase | s | share of the run (start to end) |", "|---|--:|--:|"]
-    for name, spread in phases.items():
-        lines.append(f"| {name} | {spread.cell()} | {'' if name in BEFORE_START else f'{spread.median / run:.0%}'} |")
-    lines += [f"| step `{key}` | {spread.cell()} | {spread.median / run:.0%} |" for key, spread in steps.items()]
+def _runs_table(runs: list[RunRecord]) -> list[str]:
+    """Each kind's phases and steps: median (range), and the median's share of the run's median."""
+    header = " | ".join(f"{kind} runs" for kind in RUN_KINDS)
+    lines = ["Per run, seconds, median (range), and its share of the run (start to end):", "",
+             f"| phase | {header} |", "|---|" + "--:|" * len(RUN_KINDS)]
+    spreads = {kind: (phase_spreads(runs, kind), step_spreads(runs, kind)) for kind in RUN_KINDS}
+    names = [(name, True) for name in PHASES] + [
+        (key, False) for kind in RUN_KINDS for key in spreads[kind][1]]
+    for name, is_phase in names:
+        cells = []
+        for kind in RUN_KINDS:
+            phases, steps = spreads[kind]
+            spread = (phases if is_phase else steps).get(name)
+            share = "" if spread is None or name in BEFORE_START else f", {spread.median / phases['run'].median:.0%}"
+            cells.append(f"{spread.cell()}{share}" if spread else "")
+        if any(cells):
+            lines.append(f"| {name if is_phase else f'step `{name}`'} | {' | '.join(cells)} |")
     return lines
 
 
