@@ -2,7 +2,7 @@
 per-stage costs at FineWeb-Edu's text length and the deployment's measured overheads.
 
     python -m bench.corpus_model                                   # 16 × 16, 64 × 16 and 1 × 2
-    python -m bench.corpus_model --hosts 16x16 --runs-per-host 1 4 --read-gbps 2 5 20 inf
+    python -m bench.corpus_model --hosts 16x16 64x16 --runs-per-host 4 --read-gbps 2 5 10 20 inf --scaling amdahl
     python -m bench.corpus_model --overheads bench/results/celery-arrivals-<time>.json
 
 What it models, as the Celery deployment runs a backfill of every dump (docs/operations-more-than-
@@ -23,10 +23,11 @@ one-machine.md):
   earlier dump are signed (in a backfill of all dumps every earlier dump is in flight, so the last
   dump's decisions wait for all the signing). Its runs queue behind the runs created before them.
 - **A step's time.** Amdahl's law on the run's cores: `CPU × (s + (1 − s) / cores)`, with each
-  stage's serial share `s` from its wall and CPU seconds on 2 quiet cores (`--ideal`: s = 0, every
-  core busy throughout). The CPU is the stage's measured CPU per document, scaled to a dump of the
-  corpus' mean size (source documents for bucketing, kept documents for the rest); deciding adds
-  a cost per document of every earlier dump (it reads their band keys and signatures whole).
+  stage's serial share `s` from its wall and CPU seconds on 2 quiet cores; *ideal*: s = 0, every
+  core busy throughout (`--scaling` picks either table, both by default). The CPU is the stage's
+  measured CPU per document, scaled to a dump of the corpus' mean size (source documents for
+  bucketing, kept documents for the rest); deciding adds a cost per document of every earlier dump
+  (it reads their band keys and signatures whole).
 - **Storage.** The steps read from the shared storage (the source; the bucketed text, which
   tokenizing reads on another host than the one that wrote it; the minhash files; the token files)
   at most `read_rate` bytes a second for all hosts together, shared max-min fairly among the steps
@@ -100,26 +101,31 @@ class Measured:
 
 # --- The per-stage inputs: replace these figures when the stages are measured again. -------------
 # CPU seconds: the chain through the CLI (`python -m bench.scale --rows 4000000 --files 22`, the
-# generator's default text lengths, FineWeb-Edu's: 3,403 characters mean, 2,398 median), 4,000,000
-# source documents of which 1,260,000 kept, 2 shared cores; each step's whole process (its CLI start
-# included). Bytes read from the shared storage: the source's 4.2 TB over its 1.3 billion documents;
-# the bucketed text (en/, 0.93 TB) and the token files (1.94 TB) over the 450 million kept
-# (docs/benchmarks.md, the output table at 12M), except the text signing reads, which its own run
-# has just written (in the host's page cache); a dump's own minhash keys and signatures, 61 MB per
-# 139,000 documents (docs/benchmarks.md, *What each earlier dump adds*). Serial shares, 2 × wall / CPU − 1 on 2 quiet
-# cores (docs/benchmarks.md): bucketing 28.0 s for 49.0 CPU s (*Bucketing a dump*, 4M), signing
-# 30.7 for 57.7 (`minhash`, *Against datatrove*), deciding 4.1 for 5.1 (the decisions alone, the
-# same table), tokenizing 30.0 for 44.9 (*At four times the size*); the built-in probe scores on one
-# thread.
+# generator's default text lengths, FineWeb-Edu's: 3,403 characters mean, 2,398 median) on
+# 4,000,000 source documents, 1,260,000 kept; 2 shared cores; each step's whole process, its CLI's
+# start included.
 MEASURED = Measured(source_documents=4_000_000, kept_documents=1_260_000)
-EN_BYTES_PER_KEPT = 0.93e12 / 450e6
+CORPUS = Corpus()
+# Bytes read from the shared storage per document: the source (4.2 TB over 1.3 billion documents);
+# the bucketed text (en/, 0.93 TB over the 450 million kept) and the token files (1.94 TB), from the
+# output table at 12M of docs/benchmarks.md; a dump's minhash keys and signatures, 61 MB per 139,000
+# documents (docs/benchmarks.md, *What each earlier dump adds*). Signing reads the text its own run
+# has just written: from the host's page cache.
+SOURCE_BYTES_PER_DOCUMENT = CORPUS.source_bytes / CORPUS.source_documents
+EN_BYTES_PER_KEPT = 0.93e12 / CORPUS.kept_documents
+TOKEN_BYTES_PER_KEPT = 1.94e12 / CORPUS.kept_documents
 MINHASH_BYTES_PER_KEPT = 61e6 / 139_000
+# Serial shares, 2 × wall / CPU − 1 on 2 quiet cores (docs/benchmarks.md): bucketing 28.0 s for
+# 49.0 CPU s (*Bucketing a dump*, `fw_dagster` at 4M), signing 30.7 for 57.7 (*Against datatrove*,
+# `minhash`), deciding 4.1 for 5.1 (the same table, `minhash` + decisions less `minhash`),
+# tokenizing 30.0 for 44.9 (*At four times the size*); scoring (the built-in probe) took no more CPU
+# than wall seconds at 1M, 4M and 12M (*Measured: 1M, 4M and 12M documents a dump*): one core.
 STAGES = (
-    Stage("bucketing", SIGNING, 55.0, SOURCE, 4.2e12 / 1.3e9, 0.14),
-    Stage("signing", SIGNING, 62.0, KEPT, 0.0, 0.06),  # reads the text its own run wrote: page cache
+    Stage("bucketing", SIGNING, 55.0, SOURCE, SOURCE_BYTES_PER_DOCUMENT, 0.14),
+    Stage("signing", SIGNING, 62.0, KEPT, 0.0, 0.06),
     Stage("deciding", DECISIONS, 12.0, KEPT, MINHASH_BYTES_PER_KEPT, 0.61),
     Stage("tokenizing", DECISIONS, 50.0, KEPT, EN_BYTES_PER_KEPT, 0.34),
-    Stage("scoring", SCORING, 73.0, KEPT, 1.94e12 / 450e6, 1.0),
+    Stage("scoring", SCORING, 73.0, KEPT, TOKEN_BYTES_PER_KEPT, 1.0),
 )
 
 
@@ -157,10 +163,11 @@ class Overheads:
         return cls(**json.loads(path.read_text())["overheads"])
 
 
-# Measured by `python -m bench.celery_arrivals` on this machine (docs/benchmarks.md, *The corpus on
-# many hosts*): medians over 72 runs, 4 workers on 2 cores shared with other work (an upper bound).
-MEASURED_OVERHEADS = Overheads(start_latency=9.52, setup=0.38, between_steps=0.03, teardown=0.10,
-                               first_request=3.79, per_request=0.77)
+# Measured by `python -m bench.celery_arrivals` on this page's 2-core machine (docs/benchmarks.md,
+# *The corpus on many hosts*): medians over 72 runs and 12 evaluations, 4 workers sharing the 2
+# cores with other work (load 6 to 15): an upper bound.
+MEASURED_OVERHEADS = Overheads(start_latency=11.97, setup=0.47, between_steps=0.04, teardown=0.11,
+                               first_request=1.43, per_request=1.23)
 
 
 @dataclass(frozen=True)
@@ -191,7 +198,7 @@ class Work:
 
 @dataclass(frozen=True)
 class Model:
-    corpus: Corpus = Corpus()
+    corpus: Corpus = CORPUS
     stages: tuple[Stage, ...] = STAGES
     measured: Measured = MEASURED
     earlier_dumps: EarlierDumps = EARLIER_DUMPS
@@ -468,6 +475,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--automation-interval", type=float, default=DEFAULT_AUTOMATION_INTERVAL_SECONDS,
                         help=f"seconds (default {DEFAULT_AUTOMATION_INTERVAL_SECONDS}, the deployment's)")
     parser.add_argument("--no-scoring", action="store_true", help="no scoring run (no recipe reweights)")
+    parser.add_argument("--scaling", choices=("ideal", "amdahl", "both"), default="both",
+                        help="a step on its cores: every core busy (ideal), Amdahl's law with the stages' serial "
+                             "shares, or both tables (default)")
     parser.add_argument("--stage-cpu", nargs="+", default=[], metavar="STAGE=CPU_S",
                         help="a stage's CPU seconds on the measured dump, replacing the table's")
     parser.add_argument("--measured", nargs=2, type=float, metavar=("SOURCE_DOCS", "KEPT_DOCS"),
@@ -484,7 +494,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| **all** | **{model.cpu_hours():.1f}** | **{model.read_bytes() / 1e12:.1f}** |")
     clusters = [Cluster(hosts, cores, runs, rate * GB) for hosts, cores in args.hosts
                 for runs in args.runs_per_host if runs <= cores for rate in args.read_gbps]
-    for ideal in (True, False):
+    for ideal in {"ideal": (True,), "amdahl": (False,), "both": (True, False)}[args.scaling]:
         print()
         print(table(replace(model, ideal=ideal), clusters))
 
