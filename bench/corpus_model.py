@@ -48,7 +48,7 @@ import bisect
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fw_assets.settings import DEFAULT_AUTOMATION_INTERVAL_SECONDS
@@ -76,12 +76,13 @@ class Corpus:
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage of a dump's chain: the run it is part of, its CPU seconds on the measured dump
-    (MEASURED), what its work grows with (SOURCE or KEPT documents), the bytes it reads from the
-    shared storage per such document, and its serial share (Amdahl)."""
+    """One stage of a dump's chain: the kind of run it is part of (SIGNING, DECISIONS, SCORING), its
+    CPU seconds on the measured dump (MEASURED), what its work grows with (SOURCE or KEPT
+    documents), the bytes it reads from the shared storage per such document, and its serial share
+    (Amdahl)."""
 
     name: str
-    run: str
+    run_kind: str
     cpu_seconds: float
     unit: str
     read_bytes_per_document: float
@@ -217,7 +218,7 @@ class Model:
     def work(self, kind: str, rank: int, cores: int) -> list[Work]:
         """The steps of the `kind` run of the dump at `rank` (0: the first in crawl order) on `cores`."""
         found = []
-        for stage in (s for s in self.stages if s.run == kind):
+        for stage in (s for s in self.stages if s.run_kind == kind):
             found.append(self._work(stage.name, self.stage_cpu(stage), stage.serial_share, cores,
                                     stage.read_bytes_per_document * self.corpus.per_dump(stage.unit)))
             if stage.name == "deciding" and rank:
@@ -257,7 +258,7 @@ class Run:
     taken: float | None = None  # when a worker became free for it (its start latency begins)
     ended: float | None = None
     left: float = 0.0  # of the current segment: seconds of an overhead, or the share of a Work
-    order: int = field(default=0)  # creation order, for the queue's ties
+    order: int = 0  # creation order, for the queue's ties
 
 
 @dataclass(frozen=True)
