@@ -13,9 +13,10 @@ the daemon can give back. The number of slots per pool is the instance's pool li
 `concurrency: pools: default_limit` in dagster.yaml, or `dagster instance concurrency set duckdb 2`.
 A host is what settings.host_name() names: the machine, or one of several workers sharing it.
 
-Every publication of a step passes a fence (fw_assets.lib.fence): a run that is no longer the live
-run of its partition (run monitoring failed it, or a person terminated it, while its process still
-ran) publishes nothing; its process ends there, as a crash would end it.
+Every publication of a step passes a fence (fw_assets.lib.fence), and so do the start of every
+step and every report of an output as unchanged: a run that is no longer the live run of its
+partition (run monitoring failed it, or a person terminated it, while its process still ran) starts
+and publishes nothing more; its process ends there, as a crash would end it.
 """
 
 import os
@@ -29,7 +30,7 @@ import dagster as dg
 
 from fw_assets.formats.lineage import RefusedInput
 from fw_assets.lib.disk import OutputDiskError, SpaceNeed, explaining_disk_errors
-from fw_assets.lib.fence import Guard, guarded_by
+from fw_assets.lib.fence import Guard, guarded_by, pass_fence
 from fw_assets.lib.publish import PublishError
 from fw_assets.lib.slots import machine_slot
 from fw_assets.partitions import dump_partitions
@@ -126,6 +127,7 @@ def start_step(context: dg.AssetExecutionContext, output_root: Path) -> None:
     record the dump (or recipe) and this step's process in its run's tags (shown on the run's
     page), and fail the runs of this host that died."""
     claim_output_folder(context.instance, output_root)
+    pass_fence(f"{context.asset_key.to_user_string()} of {context.partition_key}")  # starts only while live
     tag = DUMP_TAG if partition_kind(context) == "dump" else RECIPE_TAG
     tags = {tag: context.partition_key, **this_process()}
     context.instance.add_run_tags(context.run.run_id, tags)

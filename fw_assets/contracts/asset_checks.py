@@ -33,6 +33,7 @@ from fw_assets.contracts.findings import CheckOutcome, ContractCheck, rejection_
 from fw_assets.formats.lineage import ASSET_OF_STEP, unchanged_publication
 from fw_assets.formats.published_files import verify_publications
 from fw_assets.lib.checksums import ALGORITHM
+from fw_assets.lib.fence import pass_fence
 from fw_assets.lib.markdown import literal, table
 from fw_assets.lib.publish import data_version
 from fw_assets.partitions import dump_partitions
@@ -105,6 +106,7 @@ def unchanged_output(
         return None
     record = unchanged_publication(output_root, name, asset_code_version(context), inputs)
     if record is not None:
+        pass_fence(name)  # reporting the output unchanged is publishing it: only the live run may
         context.log.info(
             f"{name}: unchanged since generation {record['generation']} ({record['published_at']}): the same "
             f"code from the same inputs; not redone (tag the run {FORCE_TAG}=true to redo it)"

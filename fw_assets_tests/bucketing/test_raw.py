@@ -210,7 +210,7 @@ def test_folder_not_named_like_a_dump_is_ignored_with_a_warning(workspace, tmp_p
     keys = completed.stdout.strip().split(",")
     assert DUMP in keys and "downloads-tmp" not in keys and "CC-MAIN-2013-20.bak" not in keys
     for name in ("downloads-tmp", "CC-MAIN-2013-20.bak"):
-        assert f"Ignoring {workspace.source / 'data' / name}: not a dump folder" in completed.stderr
+        assert f"Ignoring {name!r} in {workspace.source / 'data'}: not a dump folder" in completed.stderr
     assert_accepted(workspace.run())
 
 

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 import xxhash
 
+from fw_assets.automation.dump_runs import PARTITION_TAG
+from fw_assets.contracts.asset_checks import FORCE_TAG
+from fw_assets.jobs import signing_job
 from fw_assets.lib.generation_record import RecordRefused, sealed
 from fw_assets.lib.publish import (
     JOURNAL,
@@ -285,8 +288,8 @@ def test_killing_a_run_while_it_writes_keeps_the_previous_output(tmp_path, dagst
     assert any(path.startswith("en/") for path in before)
 
     run = subprocess.Popen(
-        [sys.executable, "-m", "dagster", "asset", "materialize", "-m", "fw_assets.definitions",
-         "--select", "bucketed", "--partition", dump],
+        [sys.executable, "-m", "dagster", "job", "execute", "-m", "fw_assets.definitions", "-j", signing_job.name,
+         "-o", "bucketed", "--tags", json.dumps({PARTITION_TAG: dump, FORCE_TAG: "true"})],  # unchanged: forced
         env=subprocess_env(source, output, dagster_home),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
