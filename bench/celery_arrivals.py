@@ -39,6 +39,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import dagster as dg
 import psutil
 
 from bench.celery_local import DeployedWebserver, LocalDeployment
@@ -196,9 +197,14 @@ def arrive(setup: Setup, work: Path) -> dict:
 
 
 def step_kinds() -> dict[str, set[str]]:
-    """The steps of each kind of run: a dump's signing, its decisions, its scoring."""
+    """The steps of each kind of run: a dump's signing, its decisions, its scoring; each with the
+    steps of its assets' checks that run apart from them (`published_files`, requested with them)."""
     scoring = probe_losses_job.selection.resolve(defs.resolve_asset_graph())
-    return {kind: {key.to_python_identifier() for key in keys}
+    check_steps: dict[dg.AssetKey, set[str]] = {}
+    for checks in defs.asset_checks or ():
+        for check in checks.check_keys:
+            check_steps.setdefault(check.asset_key, set()).add(checks.node_def.name)
+    return {kind: {step for key in keys for step in (key.to_python_identifier(), *check_steps.get(key, ()))}
             for kind, keys in ((SIGNING, signing_asset_keys()), (DECISIONS, kept_asset_keys()), (SCORING, scoring))}
 
 
