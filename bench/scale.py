@@ -17,9 +17,9 @@ For each size, in a work folder of its own (emptied before, deleted after unless
    meanwhile, in a process of its own (as a download goes on while a dump is processed: it loads
    the machine, not the measured processes);
 2. dump B (CC-MAIN-2013-48) the same way: its `deduplicated` reads all of A's signatures;
-3. what one more earlier dump costs a decision (`--earlier-runs` fresh processes each, median): the
-   bare decisions (fw_assets.dedup.decide, bench/dedup_incremental.py) of A against no earlier
-   dump and of B against A, on the published minhash files;
+3. what one more earlier dump costs a decision (`--earlier-runs` fresh processes each, taking
+   turns, median): B's bare decisions (fw_assets.dedup.decide, bench/dedup_incremental.py) against
+   no earlier dump and against A, on the published minhash files;
 4. recipe `scale` over both dumps (written by the bench, `FW_MIXTURES_DIR`): one source, every
    bucket, reweighted by the built-in probe's losses (`max_multiplier: 2`, `drop_top_share: 0.01`),
    three phases with `fresh_documents`, their tokens a fixed share of the data's; `mixture_plan`,
@@ -197,20 +197,21 @@ class Scale:
                  f"(load {result.load_before:.1f}/{result.load_after:.1f})")
 
     def earlier_dump_cost(self) -> dict:
-        """CPU seconds of A's bare decisions (no earlier dump) and of B's (against A), each the
-        median of fresh processes (bench/dedup_incremental.py's `decide`, numba loaded untimed as in
-        a chain's run): their difference is what one earlier dump of A's size adds to a decision."""
+        """CPU seconds of B's bare decisions against no earlier dump and against A, fresh processes
+        taking turns (bench/dedup_incremental.py's `decide`, numba loaded untimed as in a chain's
+        run), the median of each: their difference is what one earlier dump of A's size adds."""
         where = argparse.Namespace(root=self.work, dumps=len(DUMPS))
-        medians = []
-        for k in range(len(DUMPS)):
-            runs = [dedup_incremental.run_child(where, "--mode", "decide", "--child", str(k))
-                    for _ in range(self.spec.earlier_runs)]
-            medians.append(statistics.median(r["cpu"] for r in runs))
-        facts = {"cpu_without": medians[0], "cpu_against_one": medians[1], "runs": self.spec.earlier_runs,
-                 "earlier_documents": self.facts["dumps"][DUMPS[0]]["bucketed_documents"]}
-        per_document = 1e6 * (medians[1] - medians[0]) / facts["earlier_documents"]
-        self.log(f"bare decisions, median of {facts['runs']}: {medians[0]:.2f} CPU s without an earlier dump, "
-                 f"{medians[1]:.2f} against one: {per_document:.2f} µs per earlier document")
+        runs: dict[int, list[float]] = {0: [], 1: []}
+        for _ in range(self.spec.earlier_runs):
+            for against, cpu in runs.items():
+                child = ("--mode", "decide", "--child", "1", "--against", str(against))
+                cpu.append(dedup_incremental.run_child(where, *child)["cpu"])
+        facts = {"cpu_without": statistics.median(runs[0]), "cpu_against_one": statistics.median(runs[1]),
+                 "cpu_runs": runs, "earlier_documents": self.facts["dumps"][DUMPS[0]]["bucketed_documents"]}
+        per_document = 1e6 * (facts["cpu_against_one"] - facts["cpu_without"]) / facts["earlier_documents"]
+        self.log(f"{DUMPS[1]}'s bare decisions, median of {self.spec.earlier_runs}: {facts['cpu_without']:.2f} CPU s "
+                 f"without an earlier dump, {facts['cpu_against_one']:.2f} against {DUMPS[0]}: "
+                 f"{per_document:.2f} µs per earlier document")
         return facts
 
     def write_recipe(self) -> None:
