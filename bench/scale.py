@@ -64,8 +64,8 @@ GIB = 2**30
 # read 90 % of the tokens, so fresh documents run out only in the last phase.
 PHASES = (("explore", 0.45, 1024), ("refine", 0.30, 2048), ("long", 0.15, 4096))
 GLOBAL_BATCH = 256
-# A dump's signing run in two processes (its source deleted between them), its deciding run in two
-# (the step apart from its decisions' reads of earlier dumps), its probe losses.
+# A dump's signing run as two processes (its source deleted between them), its decisions run as two
+# (deciding apart from tokenizing), its scoring run.
 DUMP_STEPS = ("raw,sampled,bucketed", "minhash,band_key_index", "deduplicated", "tokenized", "probe_loss")
 RECIPE_STEPS = ("mixture_plan", "megatron_indexes")
 
@@ -327,8 +327,7 @@ def latest_records(results: Path) -> list[dict]:
 
 
 def recorded_spec(record: dict) -> ScaleSpec:
-    """A result's spec (one recorded without words_sigma had the generator's then only sigma, 1.0)."""
-    return ScaleSpec(**{"words_sigma": 1.0, **record["spec"]})
+    return ScaleSpec(**record["spec"])
 
 
 def data_of(record: dict) -> ScaleSpec:
