@@ -3,7 +3,7 @@
     python -m bench.run                      # default: 2 dumps of 1,000,000 documents, 3 runs
     python -m bench.run --rows 100000 --runs 1 --groups bucketing
     python -m bench.run --rows 1000000 --dumps 1 --groups tokenizing --texts bigram
-    python -m bench.run --groups scale --rows 4000000 --files 22    # every step at a dump's size (bench/scale.py)
+    python -m bench.run --groups scale --rows 4000000 --files 22    # every step end to end (bench/scale.py)
 
 Generates FineWeb-Edu-shaped dumps once (cached in bench/work/data/), runs every case as a whole
 process, `--runs` times, interleaved (run 1 of every case, then run 2, ...), checks that
