@@ -96,7 +96,8 @@ def cold_numba_load() -> float:
     return time.process_time() - cpu
 
 
-def decide_once(root: Path, k: int, count: int) -> dict:
+def decide_once(root: Path, k: int, count: int, against: int | None = None) -> dict:
+    """Dump `k`'s bare decisions against its first `against` earlier dumps (all `k` if None)."""
     import duckdb
 
     from fw_assets.dedup.decide import decide_dump
@@ -111,7 +112,7 @@ def decide_once(root: Path, k: int, count: int) -> dict:
     out = root / "decide" / f"{dumps[k]}.parquet"
     out.parent.mkdir(exist_ok=True)
     summary = decide_dump(
-        con, dumps[k], files[dumps[k]], [(d, files[d]) for d in dumps[:k]], out, MINHASH_POLICY, threads=2
+        con, dumps[k], files[dumps[k]], [(d, files[d]) for d in dumps[:k][:against]], out, MINHASH_POLICY, threads=2
     )
     return {
         "wall": time.perf_counter() - wall,
@@ -148,8 +149,8 @@ def asset_once(root: Path, k: int, count: int) -> dict:
     }
 
 
-def child(root: Path, mode: str, k: int, count: int) -> dict:
-    figures = {"decide": decide_once, "asset": asset_once}[mode](root, k, count)
+def child(root: Path, mode: str, k: int, count: int, against: int | None = None) -> dict:
+    figures = decide_once(root, k, count, against) if mode == "decide" else asset_once(root, k, count)
     return figures | {"peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
@@ -203,12 +204,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--against", type=int, help=argparse.SUPPRESS)  # decide: the first N earlier dumps only
     parser.add_argument("--cold-numba", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_numba:
         print(json.dumps({"numba_cpu": cold_numba_load()}))
     elif args.child is not None:
-        print(json.dumps(child(args.root, args.mode, args.child, args.dumps)))
+        print(json.dumps(child(args.root, args.mode, args.child, args.dumps, args.against)))
     else:
         prepare(args.root, args.rows, args.dumps)
         for mode in args.modes:

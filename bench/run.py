@@ -3,7 +3,7 @@
     python -m bench.run                      # default: 2 dumps of 1,000,000 documents, 3 runs
     python -m bench.run --rows 100000 --runs 1 --groups bucketing
     python -m bench.run --rows 1000000 --dumps 1 --groups tokenizing --texts bigram
-    python -m bench.run --groups scale --rows 12000000 --files 22   # every step at a dump's size (bench/scale.py)
+    python -m bench.run --groups scale --rows 4000000 --files 22    # every step end to end (bench/scale.py)
 
 Generates FineWeb-Edu-shaped dumps once (cached in bench/work/data/), runs every case as a whole
 process, `--runs` times, interleaved (run 1 of every case, then run 2, ...), checks that
@@ -21,7 +21,7 @@ from bench.data import BENCH_DUMPS, DataSpec, ensure_dumps
 from bench.data_shape import dump_shape, shape_table
 from bench.measure import combine, measure
 from bench.report import Result, results_table, targets, targets_table
-from bench.scale import ScaleSpec, print_table, run_size
+from bench.scale import add_scale_arguments, print_table, run_size, spec_of
 from bench.suite import (
     Bench,
     Case,
@@ -37,7 +37,6 @@ from bench.texts import PARAGRAPHS, TEXT_KINDS
 from bench.verify import compare_ids, parquet_rows, published_layout, staging_layout
 from fw_assets.lib.cores import usable_cores
 from fw_assets.paths import source_dump_dir
-from fw_assets.synthetic.generator import DEFAULT_MEDIAN_WORDS
 
 REPO = Path(__file__).resolve().parents[1]
 GROUPS = ("bucketing", "tokenizing", "memory", "fixed")
@@ -56,9 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "or random multi-script words (bench/texts.py)")
     parser.add_argument("--groups", default=",".join(GROUPS),
                         help=f"comma-separated subset of {','.join(GROUPS)}; or {SCALE} alone")
-    parser.add_argument("--median-words", type=int, default=DEFAULT_MEDIAN_WORDS,
-                        help=f"{SCALE} only: median words of a text (default {DEFAULT_MEDIAN_WORDS}); lower "
-                             "shortens every text alike, to fit a disk")
+    add_scale_arguments(parser, prefix=f"{SCALE} only: ")
     parser.add_argument("--keep", action="store_true", help=f"{SCALE} only: keep the data and outputs")
     parser.add_argument("--cases", default="", help="comma-separated case names to keep (default: all)")
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="data and scratch folder")
@@ -141,7 +138,7 @@ def checks(bench: Bench, by_name: dict[str, Result]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.groups == [SCALE]:
-        spec = ScaleSpec(args.rows, args.files, args.median_words, args.texts, args.seed)
+        spec = spec_of(args, args.rows)
         run_size(spec, args.work / SCALE, args.results, args.keep)
         print_table(args.results)
         return

@@ -1,20 +1,26 @@
 """A real dump's size, end to end: two generated dumps of N documents, every step through the CLI.
 
-    python -m bench.run --groups scale --rows 12000000 --files 22         # one size
-    python -m bench.scale --rows 1000000 4000000 12000000 --files 22      # sizes one after another
+    python -m bench.run --groups scale --rows 4000000 --files 22          # one size
+    python -m bench.scale --rows 1000000 4000000 --files 22               # sizes one after another
     python -m bench.scale --table                                         # the latest run of each size
 
 For each size, in a work folder of its own (emptied before, deleted after unless `--keep`):
 
 1. dump A (CC-MAIN-2013-20) is generated (FineWeb-Edu-shaped: `--files` parquet files of 1,000-row
-   row groups, the generator's lognormal text lengths, their median `--median-words`), then, each
-   step one `dagster asset materialize -m fw_assets.definitions --select <step> --partition A`
-   process as users run it: `raw,sampled,bucketed`; A's source files are deleted (nothing after
-   `bucketed` reads them: the source-deletion promise); `minhash`, `deduplicated`, `tokenized`,
-   `probe_loss` (the built-in probe). Dump B is generated meanwhile, in a process of its own (as a
-   download goes on while a dump is processed: it loads the machine, not the measured processes);
+   row groups, lognormal text lengths of median `--median-words` and sigma `--words-sigma`, by
+   default FineWeb-Edu's: 2,398 characters median, 3,403 mean), then, each step one
+   `dagster asset materialize -m fw_assets.definitions --select <steps> --partition A` process as
+   users run it: `raw,sampled,bucketed`; A's source files are deleted (nothing after `bucketed`
+   reads them: the source-deletion promise); `minhash,band_key_index` (with the first, the dump's
+   signing run, group `fineweb_edu`); `deduplicated`, `tokenized` (its deciding run, group
+   `fineweb_edu_kept`); `probe_loss` (the built-in probe, group `probe`). Dump B is generated
+   meanwhile, in a process of its own (as a download goes on while a dump is processed: it loads
+   the machine, not the measured processes);
 2. dump B (CC-MAIN-2013-48) the same way: its `deduplicated` reads all of A's signatures;
-3. recipe `scale` over both dumps (written by the bench, `FW_MIXTURES_DIR`): one source, every
+3. what one more earlier dump costs a decision (`--earlier-runs` fresh processes each, taking
+   turns, median): B's bare decisions (fw_assets.dedup.decide, bench/dedup_incremental.py) against
+   no earlier dump and against A, on the published minhash files;
+4. recipe `scale` over both dumps (written by the bench, `FW_MIXTURES_DIR`): one source, every
    bucket, reweighted by the built-in probe's losses (`max_multiplier: 2`, `drop_top_share: 0.01`),
    three phases with `fresh_documents`, their tokens a fixed share of the data's; `mixture_plan`,
    then `megatron_indexes`.
@@ -23,7 +29,8 @@ Each step is measured as a whole process tree (bench/measure.py): wall and CPU s
 bytes written, the output folder's peak disk use, and the 1-minute load average before and after
 (wall time is only as good as the machine is quiet; CPU seconds and peak RSS hold under load). The
 results go to bench/results/scale-<rows>-<time>.json and .md; `--table` prints one table of the
-latest result of each size, and the growth from the smallest to the largest size per step.
+latest result of each size (at the latest result's text lengths), the growth from the smallest to
+the largest size per step, the disk the outputs take and the corpus's CPU- and wall-hours.
 """
 
 import argparse
@@ -32,20 +39,21 @@ import json
 import multiprocessing
 import os
 import shutil
+import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from bench import prepare
+from bench import dedup_incremental, prepare
 from bench.measure import disk_use, measure
 from bench.suite import machine
 from bench.texts import PARAGRAPHS, TEXT_KINDS, write_dump
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.paths import bucket_dump_dir, source_dump_dir
-from fw_assets.synthetic.generator import DEFAULT_MEDIAN_WORDS
+from fw_assets.synthetic.generator import FINEWEB_EDU_MEDIAN_WORDS, FINEWEB_EDU_WORDS_SIGMA
 
 REPO = prepare.REPO
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
@@ -56,7 +64,9 @@ GIB = 2**30
 # read 90 % of the tokens, so fresh documents run out only in the last phase.
 PHASES = (("explore", 0.45, 1024), ("refine", 0.30, 2048), ("long", 0.15, 4096))
 GLOBAL_BATCH = 256
-DUMP_STEPS = ("raw,sampled,bucketed", "minhash", "deduplicated", "tokenized", "probe_loss")
+# A dump's signing run as two processes (its source deleted between them), its decisions run as two
+# (deciding apart from tokenizing), its scoring run.
+DUMP_STEPS = ("raw,sampled,bucketed", "minhash,band_key_index", "deduplicated", "tokenized", "probe_loss")
 RECIPE_STEPS = ("mixture_plan", "megatron_indexes")
 
 
@@ -64,14 +74,41 @@ RECIPE_STEPS = ("mixture_plan", "megatron_indexes")
 class ScaleSpec:
     rows: int  # per dump
     files: int
-    median_words: int
+    median_words: int = FINEWEB_EDU_MEDIAN_WORDS
+    words_sigma: float = FINEWEB_EDU_WORDS_SIGMA
     texts: str = PARAGRAPHS
     seed: int = 0
+    earlier_runs: int = 3  # fresh processes of each bare decision, for what an earlier dump costs
 
     @property
     def key(self) -> str:
         kind = "" if self.texts == PARAGRAPHS else f"-{self.texts}"
-        return f"rows{self.rows}-files{self.files}-words{self.median_words}-seed{self.seed}{kind}"
+        return f"rows{self.rows}-files{self.files}-{self.lengths}-seed{self.seed}{kind}"
+
+    @property
+    def lengths(self) -> str:
+        return f"words{self.median_words}-sigma{self.words_sigma:g}"
+
+    @property
+    def fineweb_edu_lengths(self) -> bool:
+        return (self.median_words, self.words_sigma) == (FINEWEB_EDU_MEDIAN_WORDS, FINEWEB_EDU_WORDS_SIGMA)
+
+
+def add_scale_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The options of a scale run that no other benchmark has (`prefix`: whose they are in the help)."""
+    parser.add_argument("--median-words", type=int, default=FINEWEB_EDU_MEDIAN_WORDS,
+                        help=f"{prefix}median words of a text (default {FINEWEB_EDU_MEDIAN_WORDS}: FineWeb-Edu's "
+                             "2,398 characters); lower shortens every text alike, to fit a disk")
+    parser.add_argument("--words-sigma", type=float, default=FINEWEB_EDU_WORDS_SIGMA,
+                        help=f"{prefix}sigma of the lognormal text length (default {FINEWEB_EDU_WORDS_SIGMA}: "
+                             "FineWeb-Edu's mean of 3,403 characters with the default median)")
+    parser.add_argument("--earlier-runs", type=int, default=3,
+                        help=f"{prefix}fresh processes of each bare decision for what an earlier dump costs "
+                             "(0: not measured)")
+
+
+def spec_of(args: argparse.Namespace, rows: int) -> ScaleSpec:
+    return ScaleSpec(rows, args.files, args.median_words, args.words_sigma, args.texts, args.seed, args.earlier_runs)
 
 
 @dataclass
@@ -115,17 +152,20 @@ class Scale:
                 generating.join()
                 if generating.exitcode:
                     raise RuntimeError(f"generating {following} failed (exit code {generating.exitcode})")
+        if self.spec.earlier_runs:
+            self.facts["earlier_dump"] = self.earlier_dump_cost()
         self.write_recipe()
         for step in RECIPE_STEPS:
             self.step(step, RECIPE, self.facts["recipe"]["documents"])
 
     def generate(self, dump: str) -> multiprocessing.Process:
         """Start generating `dump` in a process of its own."""
-        self.log(f"generating {dump}: {self.spec.rows:,} rows in {self.spec.files} files ...")
+        self.log(f"generating {dump}: {self.spec.rows:,} rows in {self.spec.files} files, {self.spec.lengths} ...")
         spec = self.spec
         process = multiprocessing.get_context("spawn").Process(
             target=write_dump,
-            args=(self.source, dump, spec.rows, spec.files, spec.seed, spec.texts, spec.median_words))
+            args=(self.source, dump, spec.rows, spec.files, spec.seed, spec.texts, spec.median_words,
+                  spec.words_sigma))
         process.start()
         return process
 
@@ -135,7 +175,7 @@ class Scale:
         facts["bucketed_documents"] = bucketed_documents(self.output, dump)
         shutil.rmtree(source_dump_dir(self.source, dump))  # the chain reads bucketed from here on
         shutil.rmtree(self.source / "planted", ignore_errors=True)
-        self.step("minhash", dump, facts["bucketed_documents"])
+        self.step("minhash,band_key_index", dump, facts["bucketed_documents"])
         self.step("deduplicated", dump, facts["bucketed_documents"])
         self.step("tokenized", dump, facts["bucketed_documents"])
         facts["tokenized_documents"], facts["tokens"] = token_totals(self.output, dump)
@@ -155,6 +195,24 @@ class Scale:
                  f"cpu {result.cpu_seconds:8.1f} s  peak {result.peak_rss / GIB:5.2f} GiB  "
                  f"written {result.bytes_written / 1e9:6.2f} GB  disk {result.peak_disk / 1e9:6.2f} GB  "
                  f"(load {result.load_before:.1f}/{result.load_after:.1f})")
+
+    def earlier_dump_cost(self) -> dict:
+        """CPU seconds of B's bare decisions against no earlier dump and against A, fresh processes
+        taking turns (bench/dedup_incremental.py's `decide`, numba loaded untimed as in a chain's
+        run), the median of each: their difference is what one earlier dump of A's size adds."""
+        where = argparse.Namespace(root=self.work, dumps=len(DUMPS))
+        runs: dict[int, list[float]] = {0: [], 1: []}
+        for _ in range(self.spec.earlier_runs):
+            for against, cpu in runs.items():
+                child = ("--mode", "decide", "--child", "1", "--against", str(against))
+                cpu.append(dedup_incremental.run_child(where, *child)["cpu"])
+        facts = {"cpu_without": statistics.median(runs[0]), "cpu_against_one": statistics.median(runs[1]),
+                 "cpu_runs": runs, "earlier_documents": self.facts["dumps"][DUMPS[0]]["bucketed_documents"]}
+        per_document = 1e6 * (facts["cpu_against_one"] - facts["cpu_without"]) / facts["earlier_documents"]
+        self.log(f"{DUMPS[1]}'s bare decisions, median of {self.spec.earlier_runs}: {facts['cpu_without']:.2f} CPU s "
+                 f"without an earlier dump, {facts['cpu_against_one']:.2f} against {DUMPS[0]}: "
+                 f"{per_document:.2f} µs per earlier document")
+        return facts
 
     def write_recipe(self) -> None:
         """Recipe `scale`: every bucket of both dumps, one reweighted source, three fresh phases."""
@@ -252,13 +310,29 @@ def output_breakdown(output: Path) -> dict[str, int]:
 
 
 def latest_records(results: Path) -> list[dict]:
-    """The latest complete scale result of each size, smallest first."""
-    by_rows: dict[int, dict] = {}
-    for path in sorted(results.glob("scale-*.json")):
+    """The latest complete scale result of each size, smallest first, of those whose data differ
+    from the latest complete result's in their size only (files, text lengths and kind, seed)."""
+    steps = sorted([*(f"{s} {d}" for d in DUMPS for s in DUMP_STEPS), *(f"{s} {RECIPE}" for s in RECIPE_STEPS)])
+    complete = []
+    for path in results.glob("scale-*.json"):
         record = json.loads(path.read_text())
-        if len(record["steps"]) == len(DUMPS) * len(DUMP_STEPS) + len(RECIPE_STEPS):
-            by_rows[record["spec"]["rows"]] = record
+        if sorted(f"{s['step']} {s['dump']}" for s in record["steps"]) == steps:
+            complete.append(record)
+    if not complete:
+        return []
+    complete.sort(key=lambda r: r["started"])
+    data = data_of(complete[-1])
+    by_rows = {r["spec"]["rows"]: r for r in complete if data_of(r) == data}
     return [by_rows[rows] for rows in sorted(by_rows)]
+
+
+def recorded_spec(record: dict) -> ScaleSpec:
+    return ScaleSpec(**record["spec"])
+
+
+def data_of(record: dict) -> ScaleSpec:
+    """A result's data apart from its size."""
+    return replace(recorded_spec(record), rows=0, earlier_runs=0)
 
 
 def size_table(records: list[dict]) -> str:
@@ -301,8 +375,8 @@ def growth_table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-# FineWeb-Edu (docs/benchmarks.md): its source documents and parquet bytes, its dumps
-CORPUS_DOCUMENTS, CORPUS_SOURCE_BYTES, CORPUS_DUMPS = 1.3e9, 4.2e12, 110
+# FineWeb-Edu (README.md): its source documents, those the sampler keeps, its parquet bytes, its dumps
+CORPUS_DOCUMENTS, CORPUS_KEPT, CORPUS_SOURCE_BYTES, CORPUS_DUMPS = 1.3e9, 450e6, 4.2e12, 110
 # What a step's published output grows with: the text it holds (per source byte) or its documents
 OUTPUT_GROWS_WITH = {"en": "bytes", "tokenized": "bytes", "selection": "documents", "minhash": "documents",
                      "dedup": "documents", "probe": "documents"}
@@ -325,35 +399,46 @@ def disk_table(record: dict) -> str:
     return "\n".join(lines)
 
 
-# What a step's work grows with: the text it reads (per source byte) or its documents
-STEP_GROWS_WITH = {"raw,sampled,bucketed": "bytes", "minhash": "bytes", "deduplicated": "documents",
-                   "tokenized": "bytes", "probe_loss": "bytes"}
+# Each dump step's work in the corpus's terms: the source documents for bucketing, the kept ones after
+CORPUS_STEPS = {
+    "raw,sampled,bucketed": ("bucketing", "source", CORPUS_DOCUMENTS),
+    "minhash,band_key_index": ("signing", "kept", CORPUS_KEPT),
+    "deduplicated": ("deciding, against one earlier dump", "kept", CORPUS_KEPT),
+    "tokenized": ("tokenizing", "kept", CORPUS_KEPT),
+    "probe_loss": ("scoring (built-in probe)", "kept", CORPUS_KEPT),
+}
+# Dump k (0 = the oldest) is decided against k earlier dumps: on average over the corpus, this many
+# beyond the one dump B's decisions read.
+FURTHER_EARLIER_DUMPS = sum(max(k - 1, 0) for k in range(CORPUS_DUMPS)) / CORPUS_DUMPS
 
 
 def corpus_table(record: dict, cores: tuple[int, ...] = (2, 16, 64)) -> str:
-    """Each step's CPU at this size (dump B's: it has an earlier dump) scaled to the corpus, per
-    source byte for a step whose work is the text (the bench's texts may be shorter than real
-    ones), per document otherwise (the bench's kept share), in CPU-hours, and the wall-hours that
-    makes with every core busy."""
+    """Each step's CPU per document of dump B (it has an earlier dump) at this size, scaled to the
+    corpus by documents (the bench's texts are FineWeb-Edu's length: `ScaleSpec.fineweb_edu_lengths`),
+    plus what the corpus's further earlier dumps add to its decisions (dumps of equal size); in
+    CPU-hours, the wall-hours that makes with every core busy, and the source read rate it needs."""
     facts = record["facts"]["dumps"][DUMPS[-1]]
-    kept = facts["bucketed_documents"] / facts["documents"]
-    lines = ["| step | µs per document | µs per source MB | scaled by | CPU-hours |"
-             + "".join(f" wall-hours, {n} cores |" for n in cores), "|---|--:|--:|---|--:|" + "--:|" * len(cores)]
-    hours_total = 0.0
-    for step, grows in STEP_GROWS_WITH.items():
+    per_kind = {"source": facts["documents"], "kept": facts["bucketed_documents"]}
+    rows = []  # (step, per, µs per document, corpus documents)
+    for step, (name, kind, documents) in CORPUS_STEPS.items():
         s = next(x for x in record["steps"] if x["step"] == step and x["dump"] == DUMPS[-1])
-        per_byte = s["cpu_seconds"] / facts["bytes"]
-        if grows == "bytes":
-            seconds = per_byte * CORPUS_SOURCE_BYTES
-            scaled = f"{CORPUS_SOURCE_BYTES / 1e12:g} TB"
-        else:
-            seconds = s["cpu_seconds"] / facts["documents"] * CORPUS_DOCUMENTS
-            scaled = f"{kept * CORPUS_DOCUMENTS / 1e6:,.0f}M documents"
-        hours_total += seconds / 3600
-        lines.append(f"| {step} | {1e6 * s['cpu_seconds'] / s['documents']:,.1f} | {1e12 * per_byte:,.1f} | {scaled} "
-                     f"| {seconds / 3600:,.1f} |" + "".join(f" {seconds / 3600 / n:,.2f} |" for n in cores))
+        rows.append((f"{name}: `{step}`", f"{kind} document", 1e6 * s["cpu_seconds"] / per_kind[kind], documents))
+    if earlier := record["facts"].get("earlier_dump"):
+        per_earlier = 1e6 * (earlier["cpu_against_one"] - earlier["cpu_without"]) / earlier["earlier_documents"]
+        rows.insert(3, (f"deciding: {FURTHER_EARLIER_DUMPS:.1f} further earlier dumps on average",
+                        "kept document and earlier dump", per_earlier, CORPUS_KEPT * FURTHER_EARLIER_DUMPS))
+    lines = ["| step | per | CPU µs | in the corpus | CPU-hours |"
+             + "".join(f" wall-hours, {n} cores |" for n in cores), "|---|---|--:|--:|--:|" + "--:|" * len(cores)]
+    hours_total = 0.0
+    for step, per, micros, documents in rows:
+        hours = micros * documents / 1e6 / 3600
+        hours_total += hours
+        lines.append(f"| {step} | {per} | {micros:,.2f} | {documents / 1e6:,.0f}M | {hours:,.1f} |"
+                     + "".join(f" {hours / n:,.2f} |" for n in cores))
     lines.append(f"| **all** | | | | **{hours_total:,.1f}** |"
                  + "".join(f" **{hours_total / n:,.2f}** |" for n in cores))
+    lines.append(f"| reading the {CORPUS_SOURCE_BYTES / 1e12:g} TB of source in that time, GB/s | | | | |"
+                 + "".join(f" {CORPUS_SOURCE_BYTES / (hours_total / n * 3600) / 1e9:,.2f} |" for n in cores))
     return "\n".join(lines)
 
 
@@ -368,6 +453,9 @@ def print_table(results: Path) -> None:
     print()
     print(disk_table(records[-1]))
     print()
+    if not (spec := recorded_spec(records[-1])).fineweb_edu_lengths:
+        print(f"(Texts of {spec.lengths}, not FineWeb-Edu's length: the corpus's figures below, scaled by "
+              "documents, are off by as much.)")
     print(corpus_table(records[-1]))
 
 
@@ -376,9 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000],
                         help="documents per dump, one size or several")
     parser.add_argument("--files", type=int, default=22, help="parquet files per dump (a FineWeb-Edu dump has ~22)")
-    parser.add_argument("--median-words", type=int, default=DEFAULT_MEDIAN_WORDS,
-                        help=f"median words of a text (default {DEFAULT_MEDIAN_WORDS}, the generator's: mean "
-                             "~5.3 KB); lower shortens every text alike, to fit a disk")
+    add_scale_arguments(parser)
     parser.add_argument("--texts", default=PARAGRAPHS, choices=TEXT_KINDS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "work" / "scale")
@@ -390,7 +476,7 @@ def main(argv: list[str] | None = None) -> None:
         print_table(args.results)
         return
     for rows in args.rows:
-        spec = ScaleSpec(rows, args.files, args.median_words, args.texts, args.seed)
+        spec = spec_of(args, rows)
         run_size(spec, args.work, args.results, args.keep)
     print_table(args.results)
 

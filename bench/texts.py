@@ -23,6 +23,7 @@ from fw_assets.paths import source_dump_dir
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.synthetic.generator import (
     DEFAULT_MEDIAN_WORDS,
+    DEFAULT_WORDS_SIGMA,
     ROW_GROUP_SIZE,
     file_row_ranges,
     sample_table,
@@ -44,11 +45,11 @@ CHAINS = 1024
 
 
 def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: str,
-               median_words: int = DEFAULT_MEDIAN_WORDS) -> None:
+               median_words: int = DEFAULT_MEDIAN_WORDS, words_sigma: float = DEFAULT_WORDS_SIGMA) -> None:
     """One FineWeb-shaped dump under `root/data/<dump>/` whose texts are of kind `texts`, their
-    lengths the generator's (lognormal words, median `median_words`)."""
+    lengths the generator's (lognormal words, median `median_words`, sigma `words_sigma`)."""
     if texts == PARAGRAPHS:
-        write_sample_dump(root, dump, rows, files, seed, median_words=median_words)
+        write_sample_dump(root, dump, rows, files, seed, median_words=median_words, words_sigma=words_sigma)
         return
     if texts not in TEXT_KINDS:
         raise ValueError(f"text kind is one of {TEXT_KINDS}, not {texts!r}")
@@ -57,7 +58,8 @@ def write_dump(root: Path, dump: str, rows: int, files: int, seed: int, texts: s
     for i, (start, stop) in enumerate(file_row_ranges(rows, files)):
         chunks = (
             _with_texts(
-                sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0, 0.0, median_words),
+                sample_table(dump, lo, min(lo + ROW_GROUP_SIZE, stop), seed, 0.0, 0.0, 0.0, median_words,
+                             words_sigma),
                 texts,
                 np.random.default_rng([seed, zlib.crc32(dump.encode()), lo, len(texts)]),
             )

@@ -12,6 +12,9 @@ from fw_assets.synthetic.generator import (
     DEFAULT_MEDIAN_WORDS,
     DEFAULT_ROWS,
     DEFAULT_TWIN_SHARE,
+    DEFAULT_WORDS_SIGMA,
+    FINEWEB_EDU_MEDIAN_WORDS,
+    FINEWEB_EDU_WORDS_SIGMA,
     write_sample_dump,
 )
 
@@ -45,7 +48,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--median-words", type=int, default=DEFAULT_MEDIAN_WORDS,
-        help=f"median words of a text (default {DEFAULT_MEDIAN_WORDS}); lower shortens every text alike",
+        help=f"median words of a text (default {DEFAULT_MEDIAN_WORDS}); lower shortens every text alike; "
+        f"FineWeb-Edu's length is {FINEWEB_EDU_MEDIAN_WORDS} with --words-sigma {FINEWEB_EDU_WORDS_SIGMA}",
+    )
+    parser.add_argument(
+        "--words-sigma", type=float, default=DEFAULT_WORDS_SIGMA,
+        help=f"sigma of the lognormal text length (default {DEFAULT_WORDS_SIGMA}); lower thins the long tail",
     )
     args = parser.parse_args(argv)
     for dump in args.dumps:
@@ -55,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.root, dump, args.rows, args.files, args.seed, args.dup_share,
                 twin_share=args.twin_share, paragraph_share=args.paragraph_share,
                 probe_plant_share=args.probe_plant_share, median_words=args.median_words,
+                words_sigma=args.words_sigma,
             )
         except ValueError as error:
             parser.error(str(error))

@@ -70,9 +70,13 @@ _SCORE_P = (0.0, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 1.0)
 _SCORE_V = (2.515625, 2.69, 2.90625, 3.234375, 3.578125, 3.78125, 4.125, 4.5, 5.21875)
 SCORE_MIN, SCORE_MAX = _SCORE_V[0], _SCORE_V[-1]
 
-# Document length in words: lognormal (median ≈ 3.5 KB of text), clipped to [30, ~200 KB]. A
-# smaller median shortens every text alike (the shape stays), e.g. to fit a dump's size on a disk.
-DEFAULT_MEDIAN_WORDS, _WORDS_SIGMA = 620, 1.0
+# Document length in words: lognormal (median ≈ 3.2 KB of text, mean ≈ 5.3 KB), clipped to [30,
+# ~200 KB]. A smaller median shortens every text alike (the shape stays), e.g. to fit a dump's size
+# on a disk; sigma sets the tail (a lognormal's mean is its median × exp(sigma² / 2)).
+DEFAULT_MEDIAN_WORDS, DEFAULT_WORDS_SIGMA = 620, 1.0
+# FineWeb-Edu's measured text length, 2,398 characters median and 3,403 mean, at this vocabulary's
+# ~5.17 characters a word (separators included): 2,398 / 5.17 ≈ 464 words, sigma √(2 ln(3,403 / 2,398)).
+FINEWEB_EDU_MEDIAN_WORDS, FINEWEB_EDU_WORDS_SIGMA = 464, 0.837
 _WORDS_MIN, _WORDS_MAX = 30, 34_000
 _TOKENS_PER_WORD = 1.3
 
@@ -154,6 +158,7 @@ def write_sample_dump(
     paragraph_share: float = 0.0,
     probe_plant_share: float = 0.0,
     median_words: int = DEFAULT_MEDIAN_WORDS,
+    words_sigma: float = DEFAULT_WORDS_SIGMA,
 ) -> list[Path]:
     """Write one dump as `root/data/<dump>/train-{i:05d}-of-{files:05d}.parquet`; returns the paths.
 
@@ -164,11 +169,13 @@ def write_sample_dump(
     _dump_start(dump)  # validate the name before writing anything
     shares = (dup_share, twin_share, paragraph_share, 2 * probe_plant_share)
     shares_ok = all(0 <= share <= 1 for share in shares)
-    if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or median_words < 1 or not shares_ok:
+    lengths_ok = median_words >= 1 and 0 <= words_sigma < np.inf
+    if rows < 0 or files < 1 or row_group_size < 1 or seed < 0 or not lengths_ok or not shares_ok:
         raise ValueError(
-            f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0, median_words >= 1 "
-            f"and shares in [0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, {median_words=}, "
-            f"{dup_share=}, {twin_share=}, {paragraph_share=}, {probe_plant_share=} at most 0.5)"
+            f"{dump}: need rows >= 0, files >= 1, row_group_size >= 1, seed >= 0, median_words >= 1, "
+            f"a finite words_sigma >= 0 and shares in [0, 1] (got {rows=}, {files=}, {row_group_size=}, {seed=}, "
+            f"{median_words=}, {words_sigma=}, {dup_share=}, {twin_share=}, {paragraph_share=}, "
+            f"{probe_plant_share=} at most 0.5)"
         )
     folder = source_dump_dir(Path(root), dump)
     folder.mkdir(parents=True, exist_ok=True)
@@ -177,7 +184,9 @@ def write_sample_dump(
     def chunks(start: int, stop: int) -> Iterator[pa.Table]:
         for lo in range(start, stop, row_group_size):
             hi = min(lo + row_group_size, stop)
-            table = sample_table(dump, lo, hi, seed, dup_share, twin_share, paragraph_share, median_words)
+            table = sample_table(
+                dump, lo, hi, seed, dup_share, twin_share, paragraph_share, median_words, words_sigma
+            )
             templates = planted_templates(seed, lo, hi, dup_share, twin_share)
             chosen = np.flatnonzero(templates >= 0)
             planted.append(pa.table([table["id"].take(chosen), templates[chosen]], schema=PLANTED_SCHEMA))
@@ -233,19 +242,21 @@ def sample_table(
     twin_share: float = DEFAULT_TWIN_SHARE,
     paragraph_share: float = 0.0,
     median_words: int = DEFAULT_MEDIAN_WORDS,
+    words_sigma: float = DEFAULT_WORDS_SIGMA,
 ) -> pa.Table:
     """Rows `start..stop-1` of a sample dump, as a table with `SCHEMA`."""
     n = stop - start
     rng = _rng(seed, "rows", dump, start)
-    tokens, counts = _doc_tokens(rng, n, median_words)
+    lengths = (median_words, words_sigma)
+    tokens, counts = _doc_tokens(rng, n, *lengths)
     scores = sample_scores(rng, n)
     urls = _urls(rng, n)
     docs = np.split(tokens, np.cumsum(counts)[:-1]) if n else []
     for i in np.flatnonzero(_is_duplicate(seed, start, stop, dup_share)):
-        docs[i], scores[i], urls[i] = _near_duplicate(seed, start + int(i), rng, median_words)
+        docs[i], scores[i], urls[i] = _near_duplicate(seed, start + int(i), rng, *lengths)
     for i in np.flatnonzero(_is_twin(seed, start, stop, dup_share, twin_share)):
         row = start + int(i)  # edits drawn apart from `rng`: the other rows stay as they were
-        docs[i], scores[i], urls[i] = _near_duplicate(seed, row - row % 2, _rng(seed, "twin", dump, row), median_words)
+        docs[i], scores[i], urls[i] = _near_duplicate(seed, row - row % 2, _rng(seed, "twin", dump, row), *lengths)
     planted = planted_templates(seed, start, stop, dup_share, twin_share) >= 0
     for i in np.flatnonzero(_is_duplicate(seed, start, stop, paragraph_share, "paragraph") & ~planted):
         docs[i] = _with_shared_paragraph(seed, dump, start + int(i), docs[i])
@@ -344,11 +355,11 @@ def planted_templates(
 
 
 def _near_duplicate(
-    seed: int, row: int, rng: np.random.Generator, median_words: int
+    seed: int, row: int, rng: np.random.Generator, median_words: int, words_sigma: float
 ) -> tuple[np.ndarray, float, str]:
     """Template `row` (tokens, score, url), with a few words changed using `rng`."""
     template = _rng(seed, "template", row)
-    tokens, _ = _doc_tokens(template, 1, median_words)
+    tokens, _ = _doc_tokens(template, 1, median_words, words_sigma)
     score, url = float(sample_scores(template, 1)[0]), _urls(template, 1)[0]
     edits = rng.choice(len(tokens), size=1 + len(tokens) // 200, replace=False)
     words, variants = np.divmod(tokens[edits], _N_VARIANTS)
@@ -406,11 +417,12 @@ _PIECES, _PIECE_OFFSETS, _PIECE_LENGTHS = _piece_table()
 
 
 def _doc_tokens(
-    rng: np.random.Generator, n: int, median_words: int = DEFAULT_MEDIAN_WORDS
+    rng: np.random.Generator, n: int, median_words: int = DEFAULT_MEDIAN_WORDS,
+    words_sigma: float = DEFAULT_WORDS_SIGMA,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Token ids of `n` documents (flat int32) and words per document (heavy-tailed)."""
     counts = np.clip(
-        np.rint(rng.lognormal(np.log(median_words), _WORDS_SIGMA, n)), _WORDS_MIN, _WORDS_MAX
+        np.rint(rng.lognormal(np.log(median_words), words_sigma, n)), _WORDS_MIN, _WORDS_MAX
     ).astype(np.int64)
     total = int(counts.sum())
     words = _WORD_TABLE[rng.integers(0, len(_WORD_TABLE), total, dtype=np.uint16)]

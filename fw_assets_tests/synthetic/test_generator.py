@@ -20,7 +20,12 @@ from fw_assets.synthetic import (
     write_sample_dumps,
 )
 from fw_assets.synthetic.__main__ import main
-from fw_assets.synthetic.generator import planted_templates, write_parquet_atomically
+from fw_assets.synthetic.generator import (
+    FINEWEB_EDU_MEDIAN_WORDS,
+    FINEWEB_EDU_WORDS_SIGMA,
+    planted_templates,
+    write_parquet_atomically,
+)
 
 DUMPS = ("CC-MAIN-2013-20", "CC-MAIN-2013-48")
 ROWS = 6_000  # per dump
@@ -140,6 +145,23 @@ def test_text_lengths_are_web_page_like_and_heavy_tailed(tables):
     assert text[0].isupper() and text.endswith(".") and ". " in text
 
 
+def test_fineweb_edu_lengths_give_its_median_and_mean_characters():
+    """FineWeb-Edu's texts: 2,398 characters median, 3,403 mean (the default's are longer, its tail heavier)."""
+    table = sample_table(DUMPS[0], 0, 40_000, median_words=FINEWEB_EDU_MEDIAN_WORDS,
+                         words_sigma=FINEWEB_EDU_WORDS_SIGMA)
+    characters = pc.utf8_length(table["text"]).to_numpy()
+    assert np.median(characters) == pytest.approx(2_398, rel=0.03)
+    assert characters.mean() == pytest.approx(3_403, rel=0.03)
+
+
+def test_words_sigma_sets_the_tail_and_not_the_median():
+    narrow, wide = (pc.utf8_length(sample_table(DUMPS[0], 0, 20_000, words_sigma=sigma)["text"]).to_numpy()
+                    for sigma in (0.5, 1.0))
+    assert np.median(narrow) == pytest.approx(np.median(wide), rel=0.05)
+    assert narrow.mean() / np.median(narrow) == pytest.approx(np.exp(0.5**2 / 2), rel=0.03)
+    assert wide.mean() / np.median(wide) == pytest.approx(np.exp(1.0**2 / 2), rel=0.03)
+
+
 def test_planted_near_duplicates_across_and_within_dumps_and_their_ground_truth(sample, tables):
     root, _ = sample
     copies: dict[int, list[str]] = {}  # template -> texts of its copies, over both dumps
@@ -200,6 +222,9 @@ def test_bad_arguments_are_rejected(tmp_path):
             write_sample_dump(tmp_path, name, rows=10)
     with pytest.raises(ValueError, match="files"):
         write_sample_dump(tmp_path, DUMPS[0], rows=10, files=0)
+    for sigma in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="words_sigma"):
+            write_sample_dump(tmp_path, DUMPS[0], rows=10, words_sigma=sigma)
     assert not (tmp_path / "data").exists()
 
 
@@ -212,3 +237,12 @@ def test_cli(tmp_path, capsys):
     ]
     assert pq.read_table(folder).num_rows == 40
     assert "CC-MAIN-2014-10: 40 rows" in capsys.readouterr().out
+
+
+def test_cli_lengths(tmp_path, capsys):
+    main([str(tmp_path), "--dumps", "CC-MAIN-2014-10", "--rows", "400", "--median-words", "100", "--words-sigma", "0"])
+    words = pc.list_value_length(pc.utf8_split_whitespace(pq.read_table(tmp_path / "data")["text"]))
+    assert set(words.to_pylist()) == {100}  # sigma 0: every text of the median's length
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--rows", "40", "--words-sigma", "-1"])
+    assert "words_sigma" in capsys.readouterr().err
