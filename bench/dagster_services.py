@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -205,12 +205,17 @@ class DagsterServices:
 
         return wait_for(what, finished, timeout, every=2, logs=self.logs)
 
-    def launch_backfill(self, asset_keys: list[dg.AssetKey], partitions: list[str]) -> str:
-        """What *Materialize all… → pick dumps → Launch backfill* sends; returns the backfill id."""
+    def launch_backfill(
+        self, asset_keys: list[dg.AssetKey], partitions: list[str], tags: Mapping[str, str] | None = None
+    ) -> str:
+        """What *Materialize all… → pick dumps → (Add tags) → Launch backfill* sends; returns the
+        backfill id."""
+        params = {"assetSelection": [{"path": key.path} for key in asset_keys], "partitionNames": partitions,
+                  "tags": [{"key": key, "value": value} for key, value in (tags or {}).items()]}
         data = self.graphql(
             """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
                  __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }""",
-            {"params": {"assetSelection": [{"path": key.path} for key in asset_keys], "partitionNames": partitions}},
+            {"params": params},
         )
         result = data["launchPartitionBackfill"]
         assert result["__typename"] == "LaunchBackfillSuccess", result

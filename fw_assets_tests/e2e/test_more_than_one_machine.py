@@ -24,6 +24,7 @@ from bench.celery_local import (
     unsettled,
 )
 from bench.dagster_services import attribution_problems, chain_checks, signing_asset_keys, tag, wait_for
+from fw_assets.contracts.asset_checks import FORCE_TAG
 from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
@@ -129,7 +130,8 @@ def redis_restarted(deployment, killed) -> RedisRestart:
     """With the killed worker still gone, the dumps backfilled again: one run waits in Redis for a
     worker until `up` starts that worker again; Redis is restarted while a step is under way."""
     webserver, local = deployment.webserver, deployment.local
-    backfill_id = webserver.launch_backfill(signing_asset_keys(), list(DUMPS))
+    # forced: the dumps are unchanged, and their steps would end before Redis could restart under one
+    backfill_id = webserver.launch_backfill(signing_asset_keys(), list(DUMPS), {FORCE_TAG: "true"})
 
     def waiting_for_a_worker() -> str | None:
         runs = webserver.runs({"dagster/backfill": backfill_id})

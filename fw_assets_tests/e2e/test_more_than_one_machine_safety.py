@@ -32,6 +32,7 @@ from bench.celery_local import (
     unsettled,
 )
 from bench.dagster_services import signing_asset_keys, tag, wait_for
+from fw_assets.contracts.asset_checks import FORCE_TAG
 from fw_assets.deploy.heartbeats import heartbeat_key
 from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
@@ -151,9 +152,11 @@ def test_the_daemon_runs_with_the_environment_the_docs_ask_for(deployment):
 
 
 def backfill_under_way(deployment: Deployment) -> tuple[str, str, str]:
-    """A backfill of the dump, once one of its first steps is under way: the backfill, its run, its host."""
+    """A backfill of the dump, once one of its first steps is under way: the backfill, its run, its
+    host. Its steps redo their work (the dump is unchanged since an earlier case: they would end in
+    moments, before the case could act on them)."""
     webserver = deployment.webserver
-    backfill_id = webserver.launch_backfill(signing_asset_keys(), [DUMP])
+    backfill_id = webserver.launch_backfill(signing_asset_keys(), [DUMP], {FORCE_TAG: "true"})
     run, _, host = wait_for("one of the first steps under way on a worker",
                             lambda: step_under_way(webserver, backfill_id, FIRST_STEPS),
                             240, every=0.2, logs=deployment.local.logs)
