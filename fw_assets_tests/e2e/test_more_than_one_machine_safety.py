@@ -14,7 +14,9 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +36,10 @@ from bench.celery_local import (
 from bench.dagster_services import signing_asset_keys, tag, wait_for
 from fw_assets.contracts.asset_checks import FORCE_TAG
 from fw_assets.deploy.heartbeats import heartbeat_key
+from fw_assets.lib.slots import machine_slot
+from fw_assets.paths import machine_slots_dir
 from fw_assets.resources import Warehouse
+from fw_assets.run_health import DUCKDB_POOL
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
@@ -46,8 +51,8 @@ from fw_assets_tests.support.trees import published_data, without_probe_losses
 pytestmark = pytest.mark.e2e
 
 DUMP = "CC-MAIN-2013-20"
-# A chain of about a minute on a worker's core: the test acts during one of its first steps.
-ROWS = 30_000
+ROWS = 5_000
+# The test acts while the run waits in one of its first steps for a DuckDB slot the test holds.
 FIRST_STEPS = ("raw", "sampled", "bucketed")
 WORKERS = ("worker-1", "worker-2")
 CORES_PER_WORKER = 1  # and one machine is compared at the same thread count
@@ -151,10 +156,22 @@ def test_the_daemon_runs_with_the_environment_the_docs_ask_for(deployment):
     assert b"DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR=1" in environ
 
 
+@contextmanager
+def heavy_steps_held(deployment: Deployment) -> Iterator[None]:
+    """The test holds every worker's DuckDB slot (fw_assets.lib.slots, as a run's step holds it):
+    a run's first heavy step waits, its process alive and beating, until the case has acted."""
+    holder = {"run_id": "the test", "step": "holding the slot", "partition": DUMP, "host": "the test"}
+    with ExitStack() as held:
+        for host in WORKERS:
+            held.enter_context(machine_slot(machine_slots_dir(deployment.output, host), DUCKDB_POOL, 1, holder,
+                                            print, str))
+        yield
+
+
 def backfill_under_way(deployment: Deployment) -> tuple[str, str, str]:
-    """A backfill of the dump, once one of its first steps is under way: the backfill, its run, its
-    host. Its steps redo their work (the dump is unchanged since an earlier case: they would end in
-    moments, before the case could act on them)."""
+    """A backfill of the dump, once one of its first steps is under way (call it holding the heavy
+    steps): the backfill, its run, its host. Its steps redo their work (the dump is unchanged
+    since an earlier case)."""
     webserver = deployment.webserver
     backfill_id = webserver.launch_backfill(signing_asset_keys(), [DUMP], {FORCE_TAG: "true"})
     run, _, host = wait_for("one of the first steps under way on a worker",
@@ -201,16 +218,17 @@ class Outcome:
 def heartbeat_deleted(deployment) -> Outcome:
     """The run's heartbeat key deleted again and again (as a worker's lost connection to Redis
     would leave it missing) until run monitoring has looked at the run without it."""
-    backfill_id, run_id, _ = backfill_under_way(deployment)
     client = extra_module("redis", "celery").Redis.from_url(deployment.local.environment()["FW_REDIS_URL"])
+    with heavy_steps_held(deployment):
+        backfill_id, run_id, _ = backfill_under_way(deployment)
 
-    def monitoring_looked_or_the_run_ended() -> bool:
-        client.delete(heartbeat_key(run_id))
-        looked = any(MONITORING_SAW_IT_ALIVE in e["message"] for e in events_of(deployment, run_id, "EngineEvent"))
-        return looked or run_times(deployment.webserver, run_id)["status"] != "STARTED"
+        def monitoring_looked_or_the_run_ended() -> bool:
+            client.delete(heartbeat_key(run_id))
+            looked = any(MONITORING_SAW_IT_ALIVE in e["message"] for e in events_of(deployment, run_id, "EngineEvent"))
+            return looked or run_times(deployment.webserver, run_id)["status"] != "STARTED"
 
-    wait_for(f"run monitoring to look at run {run_id} while its heartbeat key is deleted",
-             monitoring_looked_or_the_run_ended, 120, every=0.1, logs=deployment.local.logs)
+        wait_for(f"run monitoring to look at run {run_id} while its heartbeat key is deleted",
+                 monitoring_looked_or_the_run_ended, 120, every=0.1, logs=deployment.local.logs)
     return Outcome(backfill_id, run_id, wait_until_settled(deployment))
 
 
@@ -238,8 +256,9 @@ MARKED = "Lost the run's host (marked so by the test, as run monitoring marks a 
 
 @pytest.fixture(scope="module")
 def marked_failed(deployment) -> Outcome:
-    backfill_id, run_id, _ = backfill_under_way(deployment)
-    marked = deployment.local.python(MARK_FAILED, run_id, MARKED)
+    with heavy_steps_held(deployment):
+        backfill_id, run_id, _ = backfill_under_way(deployment)
+        marked = deployment.local.python(MARK_FAILED, run_id, MARKED)
     assert marked.stdout.strip() == "STARTED", f"run {run_id} ended before the test marked it: {marked.stdout}"
     return Outcome(backfill_id, run_id, wait_until_settled(deployment))
 
@@ -275,11 +294,13 @@ TERMINATE = """mutation($id: String!) { terminateRun(runId: $id) {
 @pytest.fixture(scope="module")
 def terminated(deployment) -> Outcome:
     """*Terminate* pressed on the run's page during one of its first steps."""
-    backfill_id, run_id, _ = backfill_under_way(deployment)
-    answer = deployment.webserver.graphql(TERMINATE, {"id": run_id})["terminateRun"]
-    assert answer["__typename"] == "TerminateRunSuccess", answer
-    wait_for(f"run {run_id} to be canceled", lambda: run_times(deployment.webserver, run_id)["status"] == "CANCELED",
-             60, every=0.5, logs=deployment.local.logs)
+    with heavy_steps_held(deployment):
+        backfill_id, run_id, _ = backfill_under_way(deployment)
+        answer = deployment.webserver.graphql(TERMINATE, {"id": run_id})["terminateRun"]
+        assert answer["__typename"] == "TerminateRunSuccess", answer
+        wait_for(f"run {run_id} to be canceled",
+                 lambda: run_times(deployment.webserver, run_id)["status"] == "CANCELED",
+                 60, every=0.5, logs=deployment.local.logs)
     return Outcome(backfill_id, run_id, [])
 
 
@@ -299,8 +320,9 @@ FINISHED_BACKFILL = ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAIL
 
 @pytest.fixture(scope="module")
 def stopped_by_down(deployment) -> Outcome:
-    backfill_id, run_id, _ = backfill_under_way(deployment)
-    deployment.local.down()
+    with heavy_steps_held(deployment):
+        backfill_id, run_id, _ = backfill_under_way(deployment)
+        deployment.local.down()
     deployment.local.up()
     runs = wait_until_settled(deployment)
     wait_for(f"the backfill {backfill_id} to finish",
