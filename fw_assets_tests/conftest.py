@@ -12,6 +12,9 @@ from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.runs import CHAIN, SAMPLE_DUMPS, materialize_dump
 from fw_assets_tests.support.trees import make_read_only, published_tree
 
+# The `needs_extra` marker: a test needing an extra that is not installed is skipped (fails in CI).
+pytest_plugins = ["fw_assets_tests.support.extras"]
+
 
 @pytest.fixture(scope="session")
 def sample_source(tmp_path_factory) -> Path:

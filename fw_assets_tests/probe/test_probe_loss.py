@@ -182,8 +182,8 @@ def test_probe_loss_without_token_files_is_refused_naming_the_dump(sample_source
     assert f"Dump {DUMP}: tokenized was never published" in error and "nothing was published" in error
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sample_source, tokenized_sample, tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     from bench.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
@@ -203,8 +203,8 @@ def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sampl
     assert materialization.metadata["probe"].value["dtype"] == "float32", "the saved dtype, on CPU"
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_source, tokenized_sample, tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     from bench.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
@@ -218,8 +218,8 @@ def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_so
     assert "Nothing was published" in error and not (output / "probe").exists()
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source, tokenized_sample, tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
     folder = tmp_path / "downloads"
     folder.mkdir()
@@ -230,10 +230,10 @@ def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source,
     assert "nothing was published" in error and not (output / "probe").exists()
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published(
     sample_source, tokenized_sample, tmp_path
 ):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     import torch
     from transformers import AutoModelForCausalLM
 

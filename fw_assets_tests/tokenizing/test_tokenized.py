@@ -36,7 +36,6 @@ from fw_assets.tokenizing.tokenize_buckets import BucketInput
 from fw_assets_tests.support import bad_inputs as bad
 from fw_assets_tests.support.damage import damage_text_page, rewrite_in_row_groups
 from fw_assets_tests.support.disks import fill_disk, tmpfs
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, killed_mid_publish, materialize_dump
 from fw_assets_tests.support.tokenized_runs import (
     DUMP,
@@ -179,8 +178,8 @@ def test_index_header_and_fields_follow_megatrons_layout(published, kind, dtype,
 
 # megatron's reader calls numpy.array(tensor) here and there, which torch answers with a warning
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+@pytest.mark.needs_extra("megatron")
 def test_megatron_reads_the_published_files(case):
-    extra_module("megatron.core", "megatron")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
     output, tokenizer, _ = case
