@@ -371,17 +371,20 @@ def run_partition(run: dict) -> str | None:
 
 
 def assert_steps_succeeded(run: dict, keys: list[dg.AssetKey]) -> None:
-    """The steps of `keys` (a dump's signing, or its decisions) ran and succeeded in this one run,
-    and each of their asset checks passed in it."""
+    """The steps of `keys` (a dump's signing, or its decisions) and of their checks that run apart
+    (`published_files`) ran and succeeded in this one run, and each of their asset checks passed in it."""
+    checks = chain_checks(keys)
     steps = {stat["stepKey"]: stat["status"] for stat in run["stepStats"]}
-    assert steps == {key.to_python_identifier(): "SUCCESS" for key in keys}, f"run {run['runId']}: {steps}"
-    checks = {
+    separate = {f"{c.asset_key.to_python_identifier()}_{c.name}" for c in checks} & set(steps)
+    expected = {key.to_python_identifier() for key in keys} | separate
+    assert steps == dict.fromkeys(expected, "SUCCESS"), f"run {run['runId']}: {steps}"
+    evaluated = {
         dg.AssetCheckKey(dg.AssetKey(e["evaluation"]["assetKey"]["path"]), e["evaluation"]["checkName"])
         .to_user_string(): e["evaluation"]["success"]
         for e in run["eventConnection"]["events"]
         if e["__typename"] == "AssetCheckEvaluationEvent"
     }
-    assert checks == {check.to_user_string(): True for check in chain_checks(keys)}, f"run {run['runId']}: {checks}"
+    assert evaluated == {check.to_user_string(): True for check in checks}, f"run {run['runId']}: {evaluated}"
 
 
 def assert_every_asset_materialized(services: DagsterServices, dumps: list[str]) -> None:
@@ -585,3 +588,31 @@ class HeadlessChromium:
             _signal_group(self.process.pid, signal.SIGKILL)
             self.process.wait()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+EVALUATIONS = """query($key: AssetKeyInput!) { assetConditionEvaluationRecordsOrError(assetKey: $key, limit: 200) {
+  ... on AssetConditionEvaluationRecords { records { evaluationId timestamp numRequested runIds
+    evaluationNodes { uniqueId userLabel expandedLabel numTrue } } } } }"""
+TRUE_PARTITIONS = """query($key: AssetKeyInput!, $id: ID!, $node: String!) {
+  truePartitionsForAutomationConditionEvaluationNode(assetKey: $key, evaluationId: $id, nodeUniqueId: $node) }"""
+
+
+def why_requested(services: DagsterServices, key: dg.AssetKey, partition: str) -> list[str]:
+    """Each automation evaluation that requested `partition` of `key`, a line each: when, its runs,
+    and the labelled parts of its condition that were true for the partition (what the UI shows
+    under the asset's *Automation*)."""
+    records = services.graphql(EVALUATIONS, {"key": {"path": key.path}})["assetConditionEvaluationRecordsOrError"]
+    lines = []
+    for record in records.get("records", []):
+        if not record["numRequested"]:
+            continue
+        true = []
+        for node in record["evaluationNodes"]:
+            label = node["userLabel"] or " ".join(node["expandedLabel"])[:60]
+            found = services.graphql(TRUE_PARTITIONS, {"key": {"path": key.path}, "id": record["evaluationId"],
+                                                       "node": node["uniqueId"]})
+            if partition in found["truePartitionsForAutomationConditionEvaluationNode"]:
+                true.append(label)
+        if true and true[0]:
+            lines.append(f"{record['timestamp']:.1f} runs {record['runIds']}: " + "; ".join(true))
+    return lines

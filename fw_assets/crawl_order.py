@@ -16,35 +16,52 @@ import dagster as dg
 
 A = dg.AutomationCondition
 
-# The dump's own output was never made, no run is making it, and its last attempt did not fail (a
-# failed attempt is not retried tick after tick: its inputs changing, or a person, asks again). Not
-# while a run is making it: a state true during the run would ask again as soon as the run ends.
-NEVER_MADE = (A.missing() & ~A.in_progress() & ~A.execution_failed()).with_label("never made, nor being made")
+# The dump's own output was never made and its last attempt did not fail: true on the tick that
+# becomes so (or on the first evaluation), not on every tick while it stays so, or a request whose
+# run is not yet queued when the next tick comes would be asked for again (a failed attempt is not
+# retried tick after tick either: its inputs changing, or a person, asks again).
+NEVER_MADE = (A.missing() & ~A.execution_failed()).newly_true().with_label("never made, and not failed")
 
 
-def after(
-    changes: dg.AssetSelection, needs: dg.AssetSelection, earlier: dg.AssetSelection | None = None
-) -> dg.AutomationCondition:
-    """Requested once after a dependency in `changes` (of the same dump) or in `earlier` (of earlier
-    dumps) gets a new data version, when never made, or when its last attempt failed and one of
-    them was made again since (a repaired file has its old data version); held while a dependency
-    in `needs` is missing, while any dependency is queued or in progress, and while the asset
-    itself is.
+def _held(needs: dg.AssetSelection) -> dg.AutomationCondition:
+    """Not while a dependency in `needs` is missing, nor while any dependency's run is queued or in
+    progress (or a backfill is still to run it), nor while the asset's own is."""
+    return (
+        ~A.any_deps_match(A.missing() & ~A.will_be_requested()).allow(needs).with_label("an input is missing")
+        & ~A.any_deps_in_progress().with_label("an input's run is queued or in progress")
+        & ~A.in_progress()
+    )
 
-    A same-dump dependency updated by a run that also ran this asset (the CLI's whole chain), or
-    requested in this tick (so both run together), is not a change to run it for. Dagster tells that
-    by asset, not partition, so an earlier dump's change always counts: its run may have decided
-    that dump, never this one."""
-    own_update = ~A.executed_with_root_target()
-    changed = A.any_deps_match((A.data_version_changed() & own_update) | A.will_be_requested()).allow(changes)
-    remade = A.any_deps_match(A.newly_updated() & own_update).allow(changes)
+
+def decided_when_signed(own: dg.AssetSelection, earlier: dg.AssetSelection | None) -> dg.AutomationCondition:
+    """A dump's decisions: requested once after its own band keys (`own`, the dump's) or an earlier
+    dump's (`earlier`) get a new data version, when never made, or when the last attempt failed and
+    one of them was made again since (a repaired file has its old data version); held while its own
+    are missing and while any signing they read is queued or in progress.
+
+    Its own band keys updated by a run that also decided it (the CLI's whole chain) are not a change
+    to decide it for; Dagster tells that by the asset's latest run, so while another dump's run
+    updates them meanwhile it may ask once more, which the step then finds unchanged. An earlier
+    dump's change always counts: its run may have decided that dump, never this one."""
+    changed = A.any_deps_match(A.data_version_changed() & ~A.executed_with_root_target()).allow(own)
+    remade = A.any_deps_match(A.newly_updated() & ~A.executed_with_root_target()).allow(own)
     if earlier:
         changed |= A.any_deps_match(A.data_version_changed()).allow(earlier)
         remade |= A.any_deps_match(A.newly_updated()).allow(earlier)
     retried = (A.execution_failed() & remade).with_label("failed, and an input was made again since")
-    return (
-        (changed.with_label("an input has a new data version") | NEVER_MADE | retried).since_last_handled()
-        & ~A.any_deps_match(A.missing() & ~A.will_be_requested()).allow(needs).with_label("an input is missing")
-        & ~A.any_deps_in_progress().with_label("an input's run is queued or in progress")
-        & ~A.in_progress()
+    return (changed.with_label("an input has a new data version") | NEVER_MADE | retried).since_last_handled() & _held(
+        own
     )
+
+
+def made_with(decisions: dg.AssetSelection, needs: dg.AssetSelection) -> dg.AutomationCondition:
+    """What follows a dump's decisions in the same run (its token files): requested in the tick its
+    decisions are, when never made, or when its last attempt failed and the decisions were made
+    again since; held as `_held` says. Never on the decisions' data version alone: Dagster tells a
+    change made by a run that also ran this asset only by the asset's latest run, so with another
+    dump's decisions published meanwhile it would ask a second time for the same ones."""
+    with_them = A.any_deps_match(A.will_be_requested()).allow(decisions).with_label("its decisions are requested")
+    retried = (A.execution_failed() & A.any_deps_match(A.newly_updated()).allow(decisions)).with_label(
+        "failed, and its decisions were made again since"
+    )
+    return (with_them | NEVER_MADE | retried).since_last_handled() & _held(needs)

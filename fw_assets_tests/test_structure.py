@@ -335,14 +335,16 @@ REPOSITORY_TESTS = ("test_structure.py", "test_instance_config.py", "test_extras
 
 def test_unit_tests_mirror_the_package():
     """`fw_assets_tests/<folder>/test_<name>.py` tests `fw_assets/<folder>/<name>.py` (or the
-    package `<name>/`); process-level tests are in e2e/, helpers in support/."""
+    package `<name>/`), `fw_assets_tests/bench/test_<name>.py` the benchmarks' `bench/<name>.py`;
+    process-level tests are in e2e/, helpers in support/."""
     orphans = []
     for path in sorted(TESTS.rglob("test_*.py")):
         relative = path.relative_to(TESTS)
         if relative.parts[0] in ("e2e", "support") or str(relative) in REPOSITORY_TESTS:
             continue
         module = relative.parent / relative.name.removeprefix("test_")
-        if not ((PACKAGE / module).is_file() or (PACKAGE / module.with_suffix("") / "__init__.py").is_file()):
+        root = PACKAGE.parent if relative.parts[0] == "bench" else PACKAGE
+        if not ((root / module).is_file() or (root / module.with_suffix("") / "__init__.py").is_file()):
             orphans.append(str(relative))
     assert not orphans, "test files named after no module of fw_assets"
 

@@ -187,6 +187,10 @@ def published_files_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinitio
         asset=asset,
         name=PUBLISHED_FILES,
         partitions_def=asset.partitions_def,
+        # requested with its asset when automation runs the asset (a run started by automation holds
+        # the checks it requests, no other)
+        automation_condition=(dg.AutomationCondition.any_deps_match(dg.AutomationCondition.will_be_requested())
+                              if asset.automation_conditions_by_key.get(asset.key) else None),
         description=f"Every file {name} published for the partition, re-read: there, of its recorded size "
         f"and {ALGORITHM} checksum, its generation record whole (`python -m fw_assets.verify --partition KEY`).",
     )

