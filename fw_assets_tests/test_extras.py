@@ -186,3 +186,15 @@ def test_a_test_needing_a_missing_extra_is_skipped_naming_it_and_fails_in_ci(tmp
     else:
         assert finished.returncode == 0 and "1 passed, 1 skipped" in finished.stdout, finished.stdout
         assert f"SKIPPED [1] test_marked.py:4: {reason}" in finished.stdout, finished.stdout
+
+
+def test_ci_installs_every_extra_and_then_fails_a_test_whose_extra_is_missing():
+    """.ci/run is CI: its install names every extra of pyproject.toml, and it sets `CI` after that
+    install and before pytest, so there a missing extra fails its tests instead of skipping them."""
+    script = (REPO / ".ci" / "run").read_text().splitlines()
+    installs = [line for line in script if "pip install" in line and "-e '.[" in line]
+    assert installs, "no `pip install -e '.[...]'` in .ci/run"
+    installed = set(installs[-1].split("'.[")[1].split("]'")[0].split(","))
+    assert installed == set(extra_requirements())
+    sets_ci = script.index("export CI=true")
+    assert script.index(installs[-1]) < sets_ci < next(i for i, line in enumerate(script) if "-m pytest" in line)
