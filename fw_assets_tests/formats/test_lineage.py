@@ -278,6 +278,7 @@ def test_an_output_changed_in_place_is_made_again_and_the_rest_not(chained):
     assert token_file.read_bytes() == intact
 
 
+@pytest.mark.e2e  # a whole chain of its own, then again
 def test_a_source_file_touched_since_is_checked_and_processed_again_to_the_same_bytes(chained_own_source):
     source, output, _, _ = chained_own_source
     before = decided(output)

@@ -211,6 +211,7 @@ def test_progress_line_says_documents_tokens_rate_and_time_left():
     assert "; 300,000 tokens, " in lines[0] and lines[0].endswith(" tokens/s")
 
 
+@pytest.mark.e2e  # a whole chain of its own, on one DuckDB thread
 def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, sample_source, tmp_path):
     """A fresh chain (its bucket files' row order is DuckDB's parallel writer's) tokenized in
     one process, with one DuckDB thread and tiny batches, writes the published bytes."""
