@@ -248,7 +248,7 @@ def test_without_fastokens_the_step_warns_and_writes_the_same_bytes_with_tiktoke
     """The session's run (auto: fastokens) and a run where fastokens is missing publish the same
     files; each records its backend and the share of documents tiktoken checked."""
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
-    fast = metadata(tokenized_sample.results[DUMP])
+    fast = tokenized_sample.runs[DUMP].metadata["tokenized"]
     before = tokenized_tree(output, CL100K, DUMP)
     monkeypatch.setitem(sys.modules, "fastokens", None)  # one worker: this process, without it
     with dg.DagsterInstance.ephemeral() as instance:

@@ -96,9 +96,8 @@ def published(sample_source, tokenized_sample, tmp_path_factory, tokenizers):
     metadata by tokenizer kind, the cl100k run's log."""
     output = writable_copy(tokenized_sample.output, tmp_path_factory.mktemp("fineweb") / "output")
     hf = run_tokenized(sample_source, output, tokenizers["hf_json"])
-    cl100k = tokenized_sample.results[DUMP]
-    logs = [event.user_message for event in tokenized_sample.instance.all_logs(cl100k.run_id)]
-    return output, {"tiktoken": metadata(cl100k), "hf_json": metadata(hf)}, logs
+    cl100k = tokenized_sample.runs[DUMP]
+    return output, {"tiktoken": cl100k.metadata["tokenized"], "hf_json": metadata(hf)}, cl100k.logs
 
 
 @pytest.fixture(params=["tiktoken", "hf_json"])
