@@ -24,7 +24,7 @@ FIRST, SECOND, THIRD = DUMPS[:3]
 
 @pytest.fixture
 def instance():
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         yield instance
 
 

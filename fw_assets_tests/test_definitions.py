@@ -31,8 +31,8 @@ def test_asset_and_check_descriptions_keep_their_placeholders_in_code_spans():
 
 
 def test_a_run_names_its_dump_in_its_tags(tokenized_sample):
-    for dump, result in tokenized_sample.results.items():
-        assert tokenized_sample.instance.get_run_by_id(result.run_id).tags[DUMP_TAG] == dump
+    for dump, run in tokenized_sample.runs.items():
+        assert run.tags[DUMP_TAG] == dump
 
 
 def test_a_recipe_run_names_its_recipe_not_a_dump(sample_source, tmp_path):

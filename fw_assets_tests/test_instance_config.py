@@ -6,13 +6,13 @@ instance settings the chart writes from them and validating those with Dagster a
 import shutil
 
 import dagster as dg
+import pytest
 import yaml
 from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._core.instance.ref import InstanceRef
 
 from bench.dagster_services import REPO_ROOT
-from fw_assets_tests.support.extras import extra_module
 
 PRODUCTION_YAML = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
 CELERY_YAML = REPO_ROOT / "deploy" / "celery" / "dagster.yaml"
@@ -104,6 +104,7 @@ def chart_instance_settings(values: dict) -> dict:
     }
 
 
+@pytest.mark.needs_extra("k8s")
 def test_the_helm_values_give_valid_instance_settings_for_dagster_and_dagster_k8s(tmp_path, monkeypatch):
     values = yaml.safe_load(HELM_VALUES.read_text())
     settings = chart_instance_settings(values)
@@ -113,8 +114,9 @@ def test_the_helm_values_give_valid_instance_settings_for_dagster_and_dagster_k8
     for name in ("DAGSTER_HOME", "DAGSTER_K8S_INSTANCE_CONFIG_MAP", "DAGSTER_K8S_PG_PASSWORD_SECRET",
                  "DAGSTER_K8S_PIPELINE_RUN_ENV_CONFIGMAP"):
         monkeypatch.setenv(name, "set-by-the-chart")
-    k8s_launcher = extra_module("dagster_k8s", "k8s").K8sRunLauncher
-    launcher = process_config(k8s_launcher.config_type(), config["run_launcher"]["config"])
+    from dagster_k8s import K8sRunLauncher
+
+    launcher = process_config(K8sRunLauncher.config_type(), config["run_launcher"]["config"])
     assert launcher.success, launcher.errors
     assert "fw-assets-env" in launcher.value["env_config_maps"]
     assert launcher.value["volume_mounts"][0]["mountPath"] == "/data/fineweb"

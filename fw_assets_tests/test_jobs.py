@@ -5,8 +5,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fw_assets import settings
-from fw_assets_tests.support.extras import extra_module
 
 SHOW_PROBE_JOB_TAGS = (
     "import json; from fw_assets.definitions import defs; "
@@ -20,8 +21,10 @@ def probe_job_tags(**env: str) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.needs_extra("celery")
 def test_probe_losses_runs_go_to_the_named_queue_and_otherwise_where_a_dumps_run_goes():
-    run_queue = extra_module("fw_assets.deploy.celery_launcher", "celery").run_queue
+    from fw_assets.deploy.celery_launcher import run_queue
+
     queues = {"dump": "dumps", "recipe": "recipes"}
     named = probe_job_tags(**{settings.PROBE_QUEUE_ENV: "probes"})
     assert run_queue({**named, "dagster/partition": "CC-MAIN-2013-20"}, queues, "dumps") == "probes"

@@ -236,6 +236,7 @@ materialize_dump(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], [raw, sample
 """
 
 
+@pytest.mark.e2e
 def test_a_step_of_a_run_failed_from_outside_ends_its_process_before_it_publishes(tmp_path, dagster_home):
     source, output = tmp_path / "source", tmp_path / "out"
     write_sample_dump(source, DUMP, rows=300, files=1, seed=3)

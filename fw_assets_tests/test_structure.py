@@ -15,6 +15,8 @@ from fw_assets.definitions import defs
 from fw_assets.lib.sql import sql_dir
 from fw_assets.lib.versions import code_version
 from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets_tests.support.scheduling import LONGEST_FIRST
+from fw_assets_tests.support.source_imports import load_time_imports, parents
 
 PACKAGE = Path(fw_assets.__file__).parent
 STATEMENTS = {path.stem for path in sql_dir().glob("*.sql")}
@@ -296,23 +298,6 @@ def test_plain_modules_do_not_import_dagster():
 STEP_ONLY_LIBRARIES = ("pandas", "pandera", "tiktoken", "tokenizers", "numba", "torch", "datatrove")
 
 
-def load_time_imports(module: str) -> set[str]:
-    """Modules `module` imports when it is loaded: its top-level import statements (also inside a
-    top-level `if`/`try`, except `if TYPE_CHECKING:`), not those inside functions."""
-    found, pending = set(), list(tree(module).body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-        elif isinstance(node, ast.If) and not ast.unparse(node.test).endswith("TYPE_CHECKING"):
-            pending += node.body + node.orelse
-        elif isinstance(node, ast.Try):
-            pending += node.body + node.orelse + node.finalbody
-    return found
-
-
 def test_loading_the_definitions_imports_no_step_only_library():
     loaded, pending, libraries = set(), ["fw_assets.definitions"], set()
     while pending:
@@ -320,8 +305,7 @@ def test_loading_the_definitions_imports_no_step_only_library():
         if module in loaded:
             continue
         loaded.add(module)
-        parents = [module.rsplit(".", depth)[0] for depth in range(1, module.count(".") + 1)]
-        for name in load_time_imports(module) | set(parents):
+        for name in load_time_imports(tree(module)) | set(parents(module)):
             if name in modules():
                 pending.append(name)
             elif not name.startswith("fw_assets"):
@@ -400,3 +384,8 @@ def test_the_benchmarks_import_no_test_module():
             borrowed += [f"{path.relative_to(bench.parent)} imports {name}" for name in names
                          if name.split(".")[0] == "fw_assets_tests"]
     assert not borrowed
+
+
+def test_every_module_started_first_exists():
+    missing = [module for module in LONGEST_FIRST if not (TESTS / module).is_file()]
+    assert not missing, f"fw_assets_tests/support/scheduling.py names test modules that are gone: {missing}"

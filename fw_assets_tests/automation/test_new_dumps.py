@@ -11,7 +11,7 @@ import pytest
 from fw_assets import settings
 from fw_assets.automation.new_dumps import FINGERPRINT_TAG, new_dumps
 from fw_assets.definitions import defs
-from fw_assets.partitions import dump_partitions
+from fw_assets.jobs import signing_job
 from fw_assets.resources import FineWebStorage
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support import bad_inputs as bad
@@ -51,6 +51,13 @@ def requested_dumps(result: dg.SensorResult) -> list[str]:
 
 def write_dump(source: Path, dump: str = DUMP, files: int = 2, seed: int = 0) -> list[Path]:
     return write_sample_dump(source, dump, rows=300, files=files, seed=seed)
+
+
+def sign(instance: dg.DagsterInstance, source: Path, output: Path) -> None:
+    """Materialize DUMP's signing (what the sensor requests, and reads back as processed), with the
+    code location's resources pointed at these folders."""
+    dg.materialize(defs.assets, selection=signing_job.selection, partition_key=DUMP,
+                   resources={**defs.resources, **resources(source, output)}, instance=instance)
 
 
 def age(folder: Path) -> None:
@@ -154,12 +161,7 @@ def test_an_empty_source_root_says_where_it_looked(instance, tmp_path):
 
 def test_a_dump_already_materialized_from_the_same_files_is_not_requested(instance, source, tmp_path):
     write_dump(source)
-    dg.materialize(  # the whole chain, with the code location's resources pointed at these folders
-        [asset for asset in defs.assets if asset.partitions_def == dump_partitions],
-        partition_key=DUMP,
-        resources={**defs.resources, **resources(source, tmp_path / "out")},
-        instance=instance,
-    )
+    sign(instance, source, tmp_path / "out")
     result = tick(instance, source)
     assert requested_dumps(result) == []
     assert "1 dump(s) unchanged" in result.skip_reason.skip_message
@@ -180,12 +182,7 @@ def test_a_dump_the_cli_processed_while_the_sensor_waited_is_not_requested_again
     cli_run = unfinished_run(instance, DUMP, dg.DagsterRunStatus.STARTED)
     waiting = tick(instance, source, first.cursor)
     assert requested_dumps(waiting) == []
-    dg.materialize(  # what that CLI run did: the whole chain from the new files
-        [asset for asset in defs.assets if asset.partitions_def == dump_partitions],
-        partition_key=DUMP,
-        resources={**defs.resources, **resources(source, tmp_path / "out")},
-        instance=instance,
-    )
+    sign(instance, source, tmp_path / "out")  # what that CLI run did, from the new files
     instance.delete_run(cli_run)  # ended
     after = tick(instance, source, waiting.cursor)
     assert requested_dumps(after) == []

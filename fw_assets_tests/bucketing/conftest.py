@@ -11,6 +11,7 @@ from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.contract_cases import DUMP, FILES, ROWS
 from fw_assets_tests.support.contract_runs import Workspace
+from fw_assets_tests.support.made_once import made_once
 from fw_assets_tests.support.runs import materialize_dump
 from fw_assets_tests.support.trees import published_tree
 
@@ -25,12 +26,14 @@ def workspace(good_dump, tmp_path) -> Workspace:
 
 @pytest.fixture(scope="session")
 def good_dump(tmp_path_factory) -> tuple[Path, Path]:
-    """A generated dump, and the output a clean run published for it."""
-    source = tmp_path_factory.mktemp("source")
-    write_sample_dump(source, DUMP, ROWS, FILES, seed=11)
-    output = tmp_path_factory.mktemp("published")
-    materialize_dump(source, output, DUMP)
-    return source, output
+    """A generated dump, and the output a clean run published for it (once for the session)."""
+    root = made_once(tmp_path_factory, "good-dump", _run_good_dump)
+    return root / "source", root / "published"
+
+
+def _run_good_dump(root: Path) -> None:
+    write_sample_dump(root / "source", DUMP, ROWS, FILES, seed=11)
+    materialize_dump(root / "source", root / "published", DUMP)
 
 
 @pytest.fixture

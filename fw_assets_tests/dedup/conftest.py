@@ -12,25 +12,27 @@ from bench.dedup_quality import DUMPS, PARAGRAPH_SHARE
 from fw_assets.synthetic.generator import write_sample_dumps
 from fw_assets_tests.support.dedup_runs import EARLY, LATE
 from fw_assets_tests.support.dedup_runs import ROWS as DUMP_ROWS
+from fw_assets_tests.support.made_once import made_once
 from fw_assets_tests.support.planted_dumps import ROWS, decide, minhash_files
 from fw_assets_tests.support.runs import materialize_dump
 
 
 @pytest.fixture(scope="package")
 def root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("dedup")
-    write_sample_dumps(root, DUMPS, rows_per_dump=ROWS, seed=0, paragraph_share=PARAGRAPH_SHARE)
-    return root
+    return made_once(tmp_path_factory, "dedup-planted", lambda root: write_sample_dumps(
+        root, DUMPS, rows_per_dump=ROWS, seed=0, paragraph_share=PARAGRAPH_SHARE))
 
 
 @pytest.fixture(scope="package")
-def minhash(root) -> dict[str, Path]:
-    return minhash_files(root, root / "minhash")
+def minhash(root, tmp_path_factory) -> dict[str, Path]:
+    folder = made_once(tmp_path_factory, "dedup-planted-minhash", lambda folder: minhash_files(root, folder))
+    return {dump: folder / f"{dump}.parquet" for dump in DUMPS}
 
 
 @pytest.fixture(scope="package")
-def decisions(root, minhash) -> dict[str, Path]:
-    return decide(minhash, root / "dedup")
+def decisions(minhash, tmp_path_factory) -> dict[str, Path]:
+    folder = made_once(tmp_path_factory, "dedup-planted-decisions", lambda folder: decide(minhash, folder))
+    return {dump: folder / f"{dump}.parquet" for dump in DUMPS}
 
 
 @pytest.fixture(scope="package")

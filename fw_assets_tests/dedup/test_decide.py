@@ -67,6 +67,7 @@ def test_planted_pairs_end_with_at_most_one_kept(root, decisions):
 
 
 @pytest.mark.e2e
+@pytest.mark.needs_extra("bench")
 def test_planted_pairs_are_caught_as_often_as_by_datatrove_on_the_same_rows(tmp_path):
     """datatrove 0.10's own four MinHash stages (defaults: 14 x 8, no verification) over the same
     three dumps' rows: fewer of them than the other tests share, as its spaCy word splitting takes

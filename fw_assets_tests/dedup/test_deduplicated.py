@@ -142,6 +142,7 @@ def test_drops_within_and_against_earlier_dumps_and_their_checks_on_the_right_du
         assert checks["drop_share"].severity == dg.AssetCheckSeverity.WARN
 
 
+@pytest.mark.e2e  # runs after runs of whole chains, as the automation asks for them
 def test_a_late_earlier_dump_gets_the_later_one_re_decided_to_the_crawl_order_bytes(source, in_order, tmp_path):
     output = tmp_path / "reverse"
     with dg.DagsterInstance.ephemeral() as instance:
@@ -227,6 +228,7 @@ def test_a_later_dump_is_decided_while_an_earlier_dumps_chain_is_half_way(source
     assert changed_inputs(output, record) == []
 
 
+@pytest.mark.e2e  # runs after runs of whole chains, as the automation asks for them
 def test_decisions_that_failed_on_a_damaged_earlier_file_are_re_requested_once_it_is_re_signed(
     source, in_order, tmp_path
 ):
@@ -340,6 +342,7 @@ def test_a_dump_with_nothing_kept_goes_through_the_chain_as_empty_outputs(tmp_pa
     assert set(tokens["contents"]["documents"].values()) == {0}
 
 
+@pytest.mark.e2e  # runs after runs of whole chains, as the automation asks for them
 def test_a_dumps_token_files_are_asked_for_with_its_decisions_and_not_again_after_another_dumps(source, tmp_path):
     """Two dumps decided and tokenized in runs of their own, one after the other: nothing is asked
     for again (Dagster tells whether a run also ran `tokenized` by the decisions' latest run, of

@@ -11,7 +11,6 @@ from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 
 from bench.dagster_services import REPO_ROOT
-from fw_assets_tests.support.extras import extra_module
 
 CELERY_YAML = REPO_ROOT / "deploy" / "celery" / "dagster.yaml"
 PRODUCTION_YAML = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
@@ -23,7 +22,10 @@ ENVIRONMENT = {
 
 @pytest.fixture
 def launcher_module():
-    return extra_module("fw_assets.deploy.celery_launcher", "celery")
+    """fw_assets.deploy.celery_launcher: its tests are marked needs_extra("celery")."""
+    from fw_assets.deploy import celery_launcher
+
+    return celery_launcher
 
 
 @pytest.fixture
@@ -54,6 +56,7 @@ def test_a_run_whose_host_was_lost_is_failed_by_run_monitoring_and_retried(celer
     assert launcher["lost_after_seconds"] + monitoring["poll_interval_seconds"] == 40
 
 
+@pytest.mark.needs_extra("celery")
 def test_the_launcher_loads_from_the_instance_config_with_redis_as_broker_and_backend(celery_config, launcher_module):
     config = celery_config["run_launcher"]["config"]
     processed = process_config(launcher_module.HeartbeatCeleryRunLauncher.config_type(), config)
@@ -65,11 +68,13 @@ def test_the_launcher_loads_from_the_instance_config_with_redis_as_broker_and_ba
     assert not launcher.supports_resume_run
 
 
+@pytest.mark.needs_extra("celery")
 def test_a_heartbeat_slower_than_the_time_to_lost_is_refused(launcher_module):
     with pytest.raises(dg.DagsterInvariantViolationError, match="heartbeat_seconds .30. must be above 0 and below"):
         launcher_module.HeartbeatCeleryRunLauncher(heartbeat_seconds=30, lost_after_seconds=30, default_queue="dumps")
 
 
+@pytest.mark.needs_extra("celery")
 @pytest.mark.parametrize(
     ("tags", "queue"),
     [
@@ -83,6 +88,7 @@ def test_a_run_goes_to_the_queue_of_its_partitions_kind_unless_its_tag_names_one
     assert launcher_module.run_queue(tags, {"dump": "dumps", "recipe": "recipes"}, "default") == queue
 
 
+@pytest.mark.needs_extra("celery")
 def test_a_missing_heartbeat_is_timed_from_the_first_look_that_missed_it(launcher_module, monkeypatch):
     clock = iter([100.0, 104.0, 111.0])
     monkeypatch.setattr(launcher_module.time, "monotonic", lambda: next(clock))
@@ -93,6 +99,7 @@ def test_a_missing_heartbeat_is_timed_from_the_first_look_that_missed_it(launche
     assert missing.seen("run", missing=True) == (0.0, True)
 
 
+@pytest.mark.needs_extra("celery")
 def test_a_heartbeat_missing_on_another_machine_is_confirmed_for_two_beats(celery_config, launcher_module):
     config = celery_config["run_launcher"]["config"]
     launcher = launcher_module.HeartbeatCeleryRunLauncher.from_config_value(

@@ -15,7 +15,6 @@ import psutil
 import pytest
 
 from fw_assets.deploy.heartbeats import RunHeartbeat, heartbeat_key
-from fw_assets.deploy.run_supervisor import RunSupervisor
 from fw_assets.settings import HOST_ENV
 from fw_assets_tests.support.runs import unfinished_run
 
@@ -24,6 +23,9 @@ BEAT = 0.2
 TIMEOUT = 30
 # A run process with a child of its own, in its group: both must end with the run.
 SLEEPERS = ["sh", "-c", "sleep 60 & sleep 60"]
+
+# run_supervisor.py hooks into the Celery worker's shutdown.
+pytestmark = pytest.mark.needs_extra("celery")
 
 
 class RecordedRedis:
@@ -54,6 +56,8 @@ def redis():
 
 @pytest.fixture
 def supervisor(instance, redis):
+    from fw_assets.deploy.run_supervisor import RunSupervisor
+
     def heartbeat(run_id, holder):
         return RunHeartbeat(redis, run_id, holder, BEAT, 30).start()
 

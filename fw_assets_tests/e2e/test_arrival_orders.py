@@ -29,12 +29,11 @@ from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
 from fw_assets_tests.support.trees import published_data, without_probe_losses
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.needs_extra("celery")]
 
 NEWEST_FIRST = ("CC-MAIN-2013-20", "CC-MAIN-2013-48", "CC-MAIN-2014-10", "CC-MAIN-2014-15")[::-1]
 RANDOM_ORDER = ("CC-MAIN-2014-23", "CC-MAIN-2014-35", "CC-MAIN-2014-41", "CC-MAIN-2014-42")
@@ -56,7 +55,6 @@ class World:
 
 @pytest.fixture(scope="module")
 def world():
-    extra_module("dagster_celery", "celery")
     if shutil.which("redis-server") is None or find_postgres_binaries() is None:
         pytest.skip("needs Debian's redis-server and postgresql: apt-get install redis-server postgresql, "
                     "as .ci/run does")

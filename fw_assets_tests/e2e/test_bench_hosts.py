@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,8 +24,8 @@ def run_bench(work: Path, results: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.needs_extra("celery")
 def test_the_arrivals_bench_measures_every_kind_of_run_and_the_model_takes_its_overheads(tmp_path):
-    extra_module("dagster_celery", "celery")
     if shutil.which("redis-server") is None or find_postgres_binaries() is None:
         pytest.skip("needs Debian's redis-server and postgresql: apt-get install redis-server postgresql, "
                     "as .ci/run does")

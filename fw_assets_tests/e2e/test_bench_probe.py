@@ -24,8 +24,8 @@ def test_the_probe_benchmark_measures_tokenized_and_the_builtin_probe():
 
 
 @pytest.mark.e2e
+@pytest.mark.needs_extra("probe")
 def test_the_model_probe_benchmark_prints_the_probe_beside_its_ceiling(tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     completed = subprocess.run(
         [sys.executable, "-m", "bench.probe_model", "--documents", "6", "--max-tokens", "32", "--batch-tokens", "512",
          "--no-variants", "--work", str(tmp_path)],

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench.dagster_services import REPO_ROOT, HeadlessChromium, find_chromium, wait_for
-from fw_assets_tests.support.extras import extra_module
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.needs_extra("docs")]
 
 WIDTH, HEIGHT = 1280, 900
 PAGES = sorted(path.stem for path in (REPO_ROOT / "docs").glob("*.md"))
@@ -44,7 +43,6 @@ ASSET_GRAPH = """(() => {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The site as `mkdocs build --strict` writes it."""
-    extra_module("mkdocs", "docs")
     folder = tmp_path_factory.mktemp("site")
     subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],

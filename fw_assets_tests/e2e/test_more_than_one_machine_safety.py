@@ -43,12 +43,11 @@ from fw_assets.run_health import DUCKDB_POOL
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
 from fw_assets_tests.support.trees import published_data, without_probe_losses
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.needs_extra("celery")]
 
 DUMP = "CC-MAIN-2013-20"
 ROWS = 5_000
@@ -82,7 +81,6 @@ def folders():
 
 @pytest.fixture(scope="module")
 def deployment(folders):
-    extra_module("dagster_celery", "celery")
     if shutil.which("redis-server") is None or find_postgres_binaries() is None or shutil.which("runuser") is None:
         pytest.skip("needs Debian's redis-server, postgresql and runuser: "
                     "apt-get install redis-server postgresql, as .ci/run does")
@@ -218,7 +216,9 @@ class Outcome:
 def heartbeat_deleted(deployment) -> Outcome:
     """The run's heartbeat key deleted again and again (as a worker's lost connection to Redis
     would leave it missing) until run monitoring has looked at the run without it."""
-    client = extra_module("redis", "celery").Redis.from_url(deployment.local.environment()["FW_REDIS_URL"])
+    from redis import Redis
+
+    client = Redis.from_url(deployment.local.environment()["FW_REDIS_URL"])
     with heavy_steps_held(deployment):
         backfill_id, run_id, _ = backfill_under_way(deployment)
 

@@ -23,7 +23,7 @@ BUCKET_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("score",
 @pytest.fixture
 def published(tokenized_sample):
     """Both sample dumps materialized in process into one output root (the session's, read-only)."""
-    return tokenized_sample.output, tokenized_sample.results
+    return tokenized_sample.output, tokenized_sample.runs
 
 
 def _bucket_rows(output, dump) -> dict[str, pa.Table]:
@@ -66,7 +66,7 @@ def test_kept_rows_are_the_seed_samplers_choice_in_the_right_bucket(published, s
 
 @pytest.mark.parametrize("dump", SAMPLE_DUMPS)
 def test_bucket_counts_equal_the_selection_and_the_metadata(published, dump):
-    output, results = published
+    output, runs = published
     with duckdb.connect() as con:
         kept = dict(
             con.execute(
@@ -76,32 +76,31 @@ def test_bucket_counts_equal_the_selection_and_the_metadata(published, dump):
         )
     written = {name: rows.num_rows for name, rows in _bucket_rows(output, dump).items()}
     assert written == kept
-    bucketed_meta = results[dump].asset_materializations_for_node("bucketed")[0].metadata
-    sampled_meta = results[dump].asset_materializations_for_node("sampled")[0].metadata
+    bucketed_meta, sampled_meta = runs[dump].metadata["bucketed"], runs[dump].metadata["sampled"]
     for bucket, rows in written.items():
-        assert bucketed_meta[f"rows_{bucket}"].value == rows
-        assert sampled_meta[f"rows_kept_{bucket}"].value == rows
-    assert bucketed_meta["dagster/row_count"].value == sum(written.values())
+        assert bucketed_meta[f"rows_{bucket}"] == rows
+        assert sampled_meta[f"rows_kept_{bucket}"] == rows
+    assert bucketed_meta["dagster/row_count"] == sum(written.values())
 
 
 def test_every_duckdb_step_records_its_threads_and_the_usable_cores(published):
-    _, results = published
+    _, runs = published
     for asset in ("raw", "sampled", "bucketed"):
-        meta = results[SAMPLE_DUMPS[0]].asset_materializations_for_node(asset)[0].metadata
-        assert meta["threads"].value == 2, asset  # as the tests' Warehouse(threads=2) says
-        assert meta["usable_cores"].value == usable_cores(), asset
+        meta = runs[SAMPLE_DUMPS[0]].metadata[asset]
+        assert meta["threads"] == 2, asset  # as the tests' Warehouse(threads=2) says
+        assert meta["usable_cores"] == usable_cores(), asset
 
 
 def test_raw_records_a_manifest_from_parquet_footers(published, sample_source):
-    _, results = published
-    meta = results[SAMPLE_DUMPS[0]].asset_materializations_for_node("raw")[0].metadata
-    manifest = meta["manifest"].value
+    _, runs = published
+    meta = runs[SAMPLE_DUMPS[0]].metadata["raw"]
+    manifest = meta["manifest"]
     files = sorted((sample_source / "data" / SAMPLE_DUMPS[0]).glob("*.parquet"))
     assert [entry["path"] for entry in manifest] == [str(f) for f in files]
     assert [entry["bytes"] for entry in manifest] == [f.stat().st_size for f in files]
-    assert sum(entry["rows"] for entry in manifest) == meta["dagster/row_count"].value == 4_000
+    assert sum(entry["rows"] for entry in manifest) == meta["dagster/row_count"] == 4_000
     assert manifest[0]["schema"]["score"] == "double"
-    assert "| score from | rows |" in meta["score_histogram"].value
+    assert "| score from | rows |" in meta["score_histogram"]
 
 
 def test_rerunning_a_dump_replaces_its_output_with_identical_rows(sample_source, tmp_path):

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("transformers", reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
+from bench.tiny_model import WORDS, save_tiny_model
 
-from bench.tiny_model import WORDS, save_tiny_model  # noqa: E402
+pytestmark = pytest.mark.needs_extra("probe")
 
 SCORE_ONE = """
 import json, resource, sys

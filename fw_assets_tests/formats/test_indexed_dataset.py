@@ -13,7 +13,6 @@ from fw_assets.formats.indexed_dataset import (
     write_view_index,
 )
 from fw_assets.tokenizing.tokenizer import TokenizerSpec
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.tokenizer_files import SAMPLE_TEXTS as TEXTS
 from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
 from fw_assets_tests.support.tokens import add_document, encode_documents
@@ -124,8 +123,8 @@ def test_token_dtype_is_megatrons_choice(vocab_size, dtype):
 
 # megatron's builder calls numpy.array(tensor), which torch answers with a DeprecationWarning
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+@pytest.mark.needs_extra("megatron")
 def test_megatron_reads_our_files_and_writes_the_same_bytes(token_case, tmp_path):
-    extra_module("megatron.core", "megatron")
     import torch
     from megatron.core.datasets.indexed_dataset import DType, IndexedDataset, IndexedDatasetBuilder
 

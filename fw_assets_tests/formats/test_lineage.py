@@ -35,7 +35,7 @@ from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.damage import flip_byte
 from fw_assets_tests.support.materialized_mixtures import BUILD_CONFIG, RECIPE, RECIPE_NAME, write_recipe
 from fw_assets_tests.support.runs import CHAIN, SAMPLE_DUMPS, materialize_dump, resources
-from fw_assets_tests.support.trees import published_data, published_tree, writable_copy
+from fw_assets_tests.support.trees import make_read_only, published_data, published_tree, writable_copy
 
 # Every asset's output reweighted and exported: each step publishes at least once.
 EVERYTHING = {**RECIPE, "export": "packed", "sources": {**RECIPE["sources"], "top": {
@@ -191,16 +191,45 @@ def data_versions(result: dg.ExecuteInProcessResult) -> dict[str, str]:
     return {step: result.asset_materializations_for_node(step)[0].tags["dagster/data_version"] for step in STEPS}
 
 
-@pytest.fixture
-def chained(sample_source, tmp_path):
-    """A writable copy of the first sample dump's source and its chain, tokens included, in an
-    instance of the test's own: (source, output, instance, the run)."""
-    source = tmp_path / "source"
+def chain_first_dump(sample_source: Path, root: Path, instance: dg.DagsterInstance):
+    """A copy of the first sample dump's source under `root` and its chain, tokens included, in
+    `instance`: (source, output, the run)."""
+    source, output = root / "source", root / "output"
     shutil.copytree(source_dump_dir(sample_source, SAMPLE_DUMPS[0]), source_dump_dir(source, SAMPLE_DUMPS[0]))
-    output = tmp_path / "output"
+    run = materialize_dump(source, output, SAMPLE_DUMPS[0], [*CHAIN, tokenized], instance, extra_resources=ONE_WORKER)
+    return source, output, run
+
+
+@pytest.fixture(scope="module")
+def chained_once(sample_source, tmp_path_factory):
+    """The first dump's chain once for the module, its folders read-only (the module's end compares
+    every file), and the instance that recorded it."""
+    root = tmp_path_factory.mktemp("chained")
     with dg.DagsterInstance.ephemeral() as instance:
-        run = materialize_dump(source, output, SAMPLE_DUMPS[0], [*CHAIN, tokenized], instance,
-                               extra_resources=ONE_WORKER)
+        source, output, run = chain_first_dump(sample_source, root, instance)
+        make_read_only(root)
+        published = published_tree(root)
+        yield source, output, instance, run
+    assert published_tree(root) == published, "a test wrote into chained_once"
+
+
+@pytest.fixture
+def chained(chained_once, tmp_path):
+    """The first dump's chain, its output a copy for the test to write into (the source folder is
+    the shared one: its path is part of what the records say they were made from), in an instance
+    of the test's own holding the events of the chain's run: (source, output, instance, the run)."""
+    source, shared, recorded, run = chained_once
+    with dg.DagsterInstance.ephemeral() as instance:
+        for event in recorded.all_logs(run.run_id):
+            instance.store_event(event)
+        yield source, writable_copy(shared, tmp_path / "output"), instance, run
+
+
+@pytest.fixture
+def chained_own_source(sample_source, tmp_path):
+    """`chained` with a source folder of the test's own, to change."""
+    with dg.DagsterInstance.ephemeral() as instance:
+        source, output, run = chain_first_dump(sample_source, tmp_path, instance)
         yield source, output, instance, run
 
 
@@ -249,12 +278,13 @@ def test_an_output_changed_in_place_is_made_again_and_the_rest_not(chained):
     assert token_file.read_bytes() == intact
 
 
-def test_a_source_file_touched_since_is_checked_and_processed_again_to_the_same_bytes(chained):
-    source, output, _, _ = chained
+@pytest.mark.e2e  # a whole chain of its own, then again
+def test_a_source_file_touched_since_is_checked_and_processed_again_to_the_same_bytes(chained_own_source):
+    source, output, _, _ = chained_own_source
     before = decided(output)
     shard = next(source_dump_dir(source, SAMPLE_DUMPS[0]).glob("*.parquet"))
     # a re-download of the same bytes
     os.utime(shard, ns=(shard.stat().st_atime_ns, shard.stat().st_mtime_ns + 10**9))
-    again = run_again(chained)
+    again = run_again(chained_own_source)
     assert {"raw", "sampled", "bucketed"}.isdisjoint(not_redone(again))
     assert decided(output) == before

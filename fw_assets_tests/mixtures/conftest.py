@@ -12,7 +12,6 @@ from fw_assets.mixtures.published import read_plan, stage_from_plan_json
 from fw_assets.mixtures.views import write_views
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets_tests.support import curriculum, one_phase
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import RECIPE, RECIPE_NAME, build, build_curriculum, write_recipe
 from fw_assets_tests.support.megatron_oracle import BLEND_CASE, INT32_CASE, REWEIGHTED_CASE, write_case
 from fw_assets_tests.support.trees import writable_copy
@@ -38,8 +37,8 @@ def scarce(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def process_group(tmp_path_factory):
-    """Megatron builds a blend only under torch.distributed: a one-process gloo group."""
-    extra_module("megatron.core", "megatron")
+    """Megatron builds a blend only under torch.distributed: a one-process gloo group (for the
+    tests marked needs_extra("megatron"))."""
     import torch.distributed as dist
 
     store = tmp_path_factory.mktemp("gloo") / "store"

@@ -14,15 +14,13 @@ from fw_assets.mixtures.published import read_plan, stage_from_plan_json
 from fw_assets.paths import mixture_cache_dir
 from fw_assets.settings import MIXTURES_DIR_ENV, OUTPUT_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import RECIPE_NAME, built_recipe_dir, tokenize
 from fw_assets_tests.support.megatron_oracle import assert_explains, megatron_build, megatron_process_group
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, subprocess_env
 
 
+@pytest.mark.needs_extra("megatron")
 def test_explain_prints_the_documents_of_megatrons_sample(demo_built, tmp_path, monkeypatch, capsys):
-    extra_module("megatron.core", "megatron")
-
     output, _, stage = demo_built
     monkeypatch.setenv(OUTPUT_DIR_ENV, str(output))
     with megatron_process_group(tmp_path):
@@ -34,10 +32,9 @@ def test_explain_prints_the_documents_of_megatrons_sample(demo_built, tmp_path, 
             assert_explains(explained, stage, train[n])
 
 
+@pytest.mark.needs_extra("megatron")
 @pytest.mark.e2e
 def test_the_cli_builds_a_recipe_and_explain_names_megatrons_sample(demo_built, sample_source, tmp_path, dagster_home):
-    extra_module("megatron.core", "megatron")
-
     output = tmp_path / "copy"
     shutil.copytree(demo_built[0], output, ignore=shutil.ignore_patterns("mixtures", "mixture*", "megatron*"))
     env = {**subprocess_env(sample_source, output, dagster_home), MIXTURES_DIR_ENV: str(built_recipe_dir(tmp_path))}

@@ -6,16 +6,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.explain import explain_sample
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches
 from fw_assets.mixtures.published import stage_from_plan_json
 from fw_assets.paths import token_prefix
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.megatron_oracle import TOKENIZER, megatron_build
 
-extra_module("megatron.core", "megatron")
+pytestmark = pytest.mark.needs_extra("megatron")
 
 
 def test_explain_names_the_tokens_of_megatrons_sample(case, process_group):

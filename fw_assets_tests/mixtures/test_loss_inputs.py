@@ -198,6 +198,8 @@ def _other_text(doc_id: str) -> str:
     return " ".join(f"{w}{random.Random(doc_id + w).randint(0, 99)}" for w in words)
 
 
+@pytest.mark.e2e  # a model probe scores both whole dumps, twice over
+@pytest.mark.needs_extra("probe")
 def test_a_source_whose_dumps_two_models_scored_under_one_probe_name_is_refused(
     sample_source, tokenized_output, tmp_path, monkeypatch
 ):

@@ -16,7 +16,6 @@ from fw_assets.paths import mixture_cache_dir
 from fw_assets.settings import MIXTURES_DIR_ENV
 from fw_assets.tokenizing.tokenized import tokenized
 from fw_assets_tests.support.disks import fill_disk, mount, tmpfs
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import (
     RECIPE,
     RECIPE_NAME,
@@ -30,9 +29,8 @@ from fw_assets_tests.support.runs import SAMPLE_DUMPS, resources
 from fw_assets_tests.support.trees import published_tree, writable_copy
 
 
+@pytest.mark.needs_extra("megatron")
 def test_megatron_reads_the_assets_cache_builds_nothing_and_gets_the_same_samples(demo_built, tmp_path):
-    extra_module("megatron.core", "megatron")
-
     output, _, stage = demo_built
     cache = mixture_cache_dir(output, RECIPE_NAME)
     before = snapshot(cache)

@@ -12,7 +12,6 @@ from fw_assets.lib.publish import recorded_generation
 from fw_assets.mixtures.packed import packed
 from fw_assets.paths import mixture_cache_dir, packed_dir, packed_root, publication_name
 from fw_assets_tests.support.disks import fill_disk, tmpfs
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.materialized_mixtures import (
     CURRICULUM_NAME,
     build_curriculum,
@@ -24,9 +23,8 @@ from fw_assets_tests.support.runs import resources
 from fw_assets_tests.support.trees import published_tree, writable_copy
 
 
+@pytest.mark.needs_extra("megatron")
 def test_megatron_hits_every_stage_cache_and_packed_rows_are_its_samples(curriculum_built, tmp_path):
-    extra_module("megatron.core", "megatron")
-
     output, result = curriculum_built
     cache = mixture_cache_dir(output, CURRICULUM_NAME)
     before = snapshot(cache)

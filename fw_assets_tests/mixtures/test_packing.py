@@ -2,13 +2,13 @@
 starts, in files of a fixed number of rows that sort in sample order."""
 
 import pyarrow.dataset as ds
+import pytest
 
 from fw_assets.mixtures.packing import write_packed
 from fw_assets.paths import packed_dir
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.megatron_oracle import megatron_build
 
-extra_module("megatron.core", "megatron")
+pytestmark = pytest.mark.needs_extra("megatron")
 
 
 def test_packed_rows_are_megatrons_samples(curriculum_cache, process_group):

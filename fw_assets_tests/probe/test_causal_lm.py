@@ -9,16 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-transformers = pytest.importorskip("transformers",
-                                   reason="the model probe needs the `probe` extra (pip install -e '.[probe]')")
+from bench.tiny_model import WORDS, save_tiny_architecture, save_tiny_model
+from fw_assets.probe.batching import PACKED, PADDED
+from fw_assets.probe.causal_lm import CausalLM, NotAModel
+from fw_assets.probe.probes import ProbeSpec
+from fw_assets.probe.resources import ProbeResource
 
-import torch  # noqa: E402
-
-from bench.tiny_model import WORDS, save_tiny_architecture, save_tiny_model  # noqa: E402
-from fw_assets.probe.batching import PACKED, PADDED  # noqa: E402
-from fw_assets.probe.causal_lm import CausalLM, NotAModel  # noqa: E402
-from fw_assets.probe.probes import ProbeSpec  # noqa: E402
-from fw_assets.probe.resources import ProbeResource  # noqa: E402
+pytestmark = pytest.mark.needs_extra("probe")
 
 TEXTS = [" ".join(WORDS[(i * 7) % 11 :][: 3 + i % 9]) + (" zebra" if i % 4 == 0 else "") for i in range(23)]
 # Documents of 0 to ~400 words, some cut at max_tokens 300: several batches, each of several loss
@@ -26,12 +23,13 @@ TEXTS = [" ".join(WORDS[(i * 7) % 11 :][: 3 + i % 9]) + (" zebra" if i % 4 == 0 
 LONG_TEXTS = [" ".join(WORDS[(i * j) % len(WORDS)] for j in range((i * 37) % 400)) for i in range(40)]
 TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
         "num_key_value_heads": 1, "max_position_embeddings": 512, "vocab_size": 64}
-# Architectures the probe meets: whether it packs their documents and computes their loss from the
-# hidden states (Cohere scales its logits; Bloom's ALiBi attention takes no position ids).
+# Architectures the probe meets (their transformers config class and its arguments): whether it
+# packs their documents and computes their loss from the hidden states (Cohere scales its logits;
+# Bloom's ALiBi attention takes no position ids).
 ARCHITECTURES = {
-    "llama": (lambda: transformers.LlamaConfig(**TINY), PACKED, True),
-    "cohere": (lambda: transformers.CohereConfig(**TINY), PACKED, False),
-    "bloom": (lambda: transformers.BloomConfig(vocab_size=64, hidden_size=32, n_layer=1, n_head=2), PADDED, True),
+    "llama": ("LlamaConfig", TINY, PACKED, True),
+    "cohere": ("CohereConfig", TINY, PACKED, False),
+    "bloom": ("BloomConfig", {"vocab_size": 64, "hidden_size": 32, "n_layer": 1, "n_head": 2}, PADDED, True),
 }
 
 
@@ -50,9 +48,17 @@ def wide_reference(wide_vocabulary_model) -> np.ndarray:
     return whole_logits_nll(wide_vocabulary_model, LONG_TEXTS, 300)
 
 
+def tiny_config(architecture: str):
+    import transformers
+
+    name, arguments, _, _ = ARCHITECTURES[architecture]
+    return getattr(transformers, name)(**arguments)
+
+
 def whole_logits_nll(folder: Path, texts: list[str], max_tokens: int) -> np.ndarray:
     """The reference: each text's summed NLL from one right-padded batch with its attention
     mask, the whole logits in float32 (batch x length x vocabulary)."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -75,6 +81,7 @@ def relative_difference(found: np.ndarray, expected: np.ndarray) -> float:
 
 def direct_nll(folder: Path, text: str, max_tokens: int) -> tuple[int, float]:
     """Tokens and summed NLL of one text from the model's own forward pass with labels."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -125,15 +132,15 @@ def test_chunks_read_ahead_come_back_with_their_keys_and_the_scores_of_one_call(
 
 @pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
 def test_each_architecture_is_packed_and_sliced_as_far_as_its_losses_stay_equal(tmp_path, architecture):
-    config, layout, sliced = ARCHITECTURES[architecture]
-    folder = save_tiny_architecture(tmp_path / architecture, config())
+    _, _, layout, sliced = ARCHITECTURES[architecture]
+    folder = save_tiny_architecture(tmp_path / architecture, tiny_config(architecture))
     probe = CausalLM(ProbeSpec(architecture, folder, max_tokens=300, batch_tokens=1024))
     assert (probe.layout, probe.sliced) == (layout, sliced)
     assert relative_difference(probe.score(LONG_TEXTS).nll, whole_logits_nll(folder, LONG_TEXTS, 300)) <= 1e-6
 
 
 def test_packing_a_model_that_cannot_keep_packed_documents_apart_is_refused(tmp_path):
-    folder = save_tiny_architecture(tmp_path / "bloom", ARCHITECTURES["bloom"][0]())
+    folder = save_tiny_architecture(tmp_path / "bloom", tiny_config("bloom"))
     with pytest.raises(NotAModel, match="Probe bloom: the model does not keep packed documents apart"):
         CausalLM(ProbeSpec("bloom", folder, max_tokens=64), layout=PACKED)
 
@@ -141,8 +148,10 @@ def test_packing_a_model_that_cannot_keep_packed_documents_apart_is_refused(tmp_
 def test_a_model_whose_attention_looks_ahead_is_refused(tmp_path):
     """BERT loaded as a causal LM without `is_decoder` attends both ways: its losses would depend
     on the padding after a document. Weights drawn wide, so that attention tells tokens apart."""
-    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=64, is_decoder=False, initializer_range=0.3)
+    from transformers import BertConfig
+
+    config = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, is_decoder=False, initializer_range=0.3)
     folder = save_tiny_architecture(tmp_path / "bert", config)
     with pytest.raises(NotAModel, match="Probe bert: the model's loss of a document changes with the documents "
                                         "batched after it: it is not a causal language model"):
@@ -152,6 +161,8 @@ def test_a_model_whose_attention_looks_ahead_is_refused(tmp_path):
 def test_the_probe_runs_in_the_dtype_it_says(wide_vocabulary_model, wide_reference):
     """bfloat16 asked for on CPU: the weights and the computation are bfloat16, the losses near
     float32's (the load-time check holds them within 1e-2)."""
+    import torch
+
     probe = CausalLM(ProbeSpec("wide", wide_vocabulary_model, max_tokens=300, dtype="bfloat16"))
     assert probe.model.dtype == torch.bfloat16 and probe.dtype == "bfloat16"
     assert CausalLM(ProbeSpec("wide", wide_vocabulary_model, max_tokens=300)).model.dtype == torch.float32
@@ -230,8 +241,11 @@ def test_max_tokens_beyond_the_models_context_is_refused_before_scoring(tiny_mod
         CausalLM(ProbeSpec("tiny", tiny_model, max_tokens=200, batch_tokens=4096))
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 def test_cuda_asked_for_without_a_cuda_device_is_refused_clearly(tiny_model):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
     with pytest.raises(ValueError, match="Probe tiny: device 'cuda' was asked for, but torch sees no CUDA device here"):
         CausalLM(ProbeSpec("tiny", tiny_model, device="cuda", max_tokens=64))
 

@@ -15,10 +15,12 @@ from dagster._core.loader import LoadingContextForTest
 
 from fw_assets.definitions import defs
 from fw_assets.formats.doc_index import read_document_index
+from fw_assets.lib.versions import code_version
 from fw_assets.paths import bucketed_files, planted_probe_truth_path, probe_loss_path, token_prefix
-from fw_assets.probe.probe_loss import probe_loss
+from fw_assets.probe.probe_loss import MODULES, SQL, probe_loss
 from fw_assets.probe.resources import ProbeResource
 from fw_assets.sampling_policy import SEED_POLICY
+from fw_assets.settings import PROBE_DEVICE_ENV, PROBE_DTYPE_ENV, PROBE_MODEL_DIR_ENV
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
@@ -91,24 +93,30 @@ def test_the_ui_shows_the_losses_of_a_retokenized_dump_stale(sample_source, toke
 CODE_VERSION = "from fw_assets.probe.probe_loss import probe_loss; print(*probe_loss.code_versions_by_key.values())"
 
 
-def test_the_asset_code_version_follows_the_dtype_the_configured_model_runs_in(tmp_path):
+def test_the_asset_code_version_follows_the_dtype_the_configured_model_runs_in(tmp_path, monkeypatch):
     """A dtype moves the losses by ~1e-4: running the configured model in another one marks
     every dump's losses stale in the UI. What counts is the dtype it runs in, however set."""
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "gpt2", "dtype": "float32"}')
+    monkeypatch.setenv(PROBE_MODEL_DIR_ENV, str(model))
 
-    def code_version(**environment: str) -> str:
-        env = {**os.environ, "FW_PROBE_MODEL_DIR": str(model), "PYTHONPATH": os.pathsep.join(sys.path), **environment}
-        done = subprocess.run([sys.executable, "-c", CODE_VERSION], env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip()
+    def configured(device: str, dtype: str) -> str:
+        """The fingerprint of the probe the environment configures, which the asset's code version takes."""
+        monkeypatch.setenv(PROBE_DEVICE_ENV, device)
+        monkeypatch.setenv(PROBE_DTYPE_ENV, dtype)
+        return ProbeResource.from_environment().spec().fingerprint()
 
-    float32 = code_version(FW_PROBE_DEVICE="cpu", FW_PROBE_DTYPE="")
-    bfloat16 = code_version(FW_PROBE_DEVICE="cpu", FW_PROBE_DTYPE="bfloat16")
-    assert float32 != bfloat16 == code_version(FW_PROBE_DEVICE="cuda", FW_PROBE_DTYPE="auto")
-    assert code_version(FW_PROBE_DEVICE="cuda", FW_PROBE_DTYPE="float32") == float32
+    float32 = configured("cpu", "")
+    bfloat16 = configured("cpu", "bfloat16")
+    assert float32 != bfloat16 == configured("cuda", "auto")
+    assert configured("cuda", "float32") == float32
+    # the code location (a process of its own) takes the configured probe's fingerprint
+    assert configured("cpu", "bfloat16") == bfloat16
+    done = subprocess.run([sys.executable, "-c", CODE_VERSION], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == code_version(sql=SQL, modules=MODULES, fingerprint=bfloat16)
 
 
 def probe_status(instance: dg.DagsterInstance) -> StaleStatus:
@@ -182,8 +190,8 @@ def test_probe_loss_without_token_files_is_refused_naming_the_dump(sample_source
     assert f"Dump {DUMP}: tokenized was never published" in error and "nothing was published" in error
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sample_source, tokenized_sample, tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     from bench.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
@@ -203,8 +211,8 @@ def test_a_model_probe_scores_every_kept_document_and_counts_the_truncated(sampl
     assert materialization.metadata["probe"].value["dtype"] == "float32", "the saved dtype, on CPU"
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_source, tokenized_sample, tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     from bench.tiny_model import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-gpt2")
@@ -218,8 +226,8 @@ def test_a_model_probe_names_a_damaged_bucketed_file_and_its_row_group(sample_so
     assert "Nothing was published" in error and not (output / "probe").exists()
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source, tokenized_sample, tmp_path):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
     folder = tmp_path / "downloads"
     folder.mkdir()
@@ -230,10 +238,10 @@ def test_a_model_directory_that_is_not_a_model_is_refused_by_path(sample_source,
     assert "nothing was published" in error and not (output / "probe").exists()
 
 
+@pytest.mark.needs_extra("probe")
 def test_a_probe_emitting_nan_is_refused_naming_the_ids_and_nothing_is_published(
     sample_source, tokenized_sample, tmp_path
 ):
-    pytest.importorskip("transformers", reason="the model probe needs the `probe` extra")
     import torch
     from transformers import AutoModelForCausalLM
 

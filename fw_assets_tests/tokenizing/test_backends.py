@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import unicodedata
+from functools import cache
 from importlib.util import find_spec
 
 import dagster as dg
@@ -91,17 +92,27 @@ def random_texts(count: int, seed: int) -> list[str]:
     return texts
 
 
-TRICKY = [
-    *SELF_CHECK_TEXTS, *script_block_texts(), *EMOJI_AND_MARKS, *WHITESPACE, *DIGITS_AND_LONG,
-    *SPECIAL_TEXT, *random_texts(2000, seed=3),
-]
+@cache
+def tricky() -> list[str]:
+    """Every text above (made when a test first asks: ~1 s, which collecting the module in every
+    process would pay)."""
+    return [
+        *SELF_CHECK_TEXTS, *script_block_texts(), *EMOJI_AND_MARKS, *WHITESPACE, *DIGITS_AND_LONG,
+        *SPECIAL_TEXT, *random_texts(2000, seed=3),
+    ]
+
+
+@pytest.fixture(scope="module")
+def fast() -> FastokensBackend:
+    """cl100k on fastokens, loaded once for the module (~0.5 s a load)."""
+    return FastokensBackend(CL100K)
 
 
 @needs_fastokens
-def test_fastokens_encodes_every_tricky_text_exactly_as_tiktoken():
-    fast, reference = FastokensBackend(CL100K), TiktokenBackend(CL100K)
-    for start in range(0, len(TRICKY), 100):  # batches, as the step encodes them
-        texts = TRICKY[start : start + 100]
+def test_fastokens_encodes_every_tricky_text_exactly_as_tiktoken(fast):
+    reference = TiktokenBackend(CL100K)
+    for start in range(0, len(tricky()), 100):  # batches, as the step encodes them
+        texts = tricky()[start : start + 100]
         for text, got, expected in zip(texts, fast.encode_arrays(texts), reference.encode_arrays(texts)):
             assert got.tolist() == expected.tolist(), text[:80]
 
@@ -111,7 +122,7 @@ def test_every_tricky_text_is_tiktokens_tokens_and_eod_in_the_token_files(tmp_pa
     """Through the step's own path (read, encode on fastokens' threads, order by id, gather with
     the EOD): each written document is tiktoken's tokens of its text, then the EOD."""
     rng = np.random.default_rng(5)
-    texts = {f"<urn:uuid:{rng.integers(1 << 62):x}>": text for text in TRICKY}
+    texts = {f"<urn:uuid:{rng.integers(1 << 62):x}>": text for text in tricky()}
     pq.write_table(pa.table({"id": list(texts), "text": list(texts.values())}), tmp_path / "bucket.parquet")
     decisions = tmp_path / "decisions.parquet"
     kept = pa.table({"id": list(texts), "bucket": ["3.0"] * len(texts), "keep": [True] * len(texts)})
@@ -131,16 +142,16 @@ def test_every_tricky_text_is_tiktokens_tokens_and_eod_in_the_token_files(tmp_pa
 
 @needs_fastokens
 @pytest.mark.parametrize("text", ["a\ud800b", "\udfff", "🙂\ud83d"])
-def test_a_lone_surrogate_is_refused_by_both_backends_as_the_step_always_did(text):
+def test_a_lone_surrogate_is_refused_by_both_backends_as_the_step_always_did(fast, text):
     """A str with a lone surrogate is not UTF-8: neither backend replaces it with anything."""
-    for backend in (FastokensBackend(CL100K), TiktokenBackend(CL100K)):
+    for backend in (fast, TiktokenBackend(CL100K)):
         with pytest.raises(UnicodeEncodeError):
             backend.encode_arrays([text])
 
 
 @needs_fastokens
 def test_token_files_are_the_same_bytes_whichever_backend_wrote_them(tmp_path):
-    texts = TRICKY[::3]
+    texts = tricky()[::3]
     for backend in ("tiktoken", "fastokens"):
         spec = TokenizerSpec("tiktoken", CL100K, backend=backend)
         assert spec.load().backend == backend
@@ -163,8 +174,8 @@ def test_without_fastokens_auto_warns_and_encodes_with_tiktoken(monkeypatch):
     tokenizer = TokenizerSpec().load()
     assert tokenizer.backend == "tiktoken"
     assert "fastokens" in tokenizer.backend_warning and "ModuleNotFoundError" in tokenizer.backend_warning
-    expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:50])
-    assert [a.tolist() for a in tokenizer.encode_arrays(TRICKY[:50])] == [e.tolist() for e in expected]
+    expected = TiktokenBackend(CL100K).encode_arrays(tricky()[:50])
+    assert [a.tolist() for a in tokenizer.encode_arrays(tricky()[:50])] == [e.tolist() for e in expected]
     with pytest.raises(ImportError):
         TokenizerSpec(backend="fastokens").load()  # named, it is required
 
@@ -242,7 +253,7 @@ def test_without_fastokens_the_step_warns_and_writes_the_same_bytes_with_tiktoke
     """The session's run (auto: fastokens) and a run where fastokens is missing publish the same
     files; each records its backend and the share of documents tiktoken checked."""
     output = writable_copy(tokenized_sample.output, tmp_path / "output")
-    fast = metadata(tokenized_sample.results[DUMP])
+    fast = tokenized_sample.runs[DUMP].metadata["tokenized"]
     before = tokenized_tree(output, CL100K, DUMP)
     monkeypatch.setitem(sys.modules, "fastokens", None)  # one worker: this process, without it
     with dg.DagsterInstance.ephemeral() as instance:
@@ -285,10 +296,10 @@ def test_fastokens_encodes_on_threads_of_the_step_process():
     with ParallelEncoder(TokenizerSpec(backend="auto"), workers=2) as encoder:
         assert encoder.backend()[0] == "fastokens"
         assert encoder.placement() == "on 2 threads of this process"
-        (batch,) = encoder.encode([TRICKY[:20]])
+        (batch,) = encoder.encode([tricky()[:20]])
         assert child_processes() == before
     assert int(os.environ[FASTOKENS_THREADS_VARIABLE]) >= 1
-    expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:20])
+    expected = TiktokenBackend(CL100K).encode_arrays(tricky()[:20])
     assert [ids.tolist() for ids in batch.documents()] == [e.tolist() for e in expected]
 
 
@@ -296,7 +307,7 @@ def test_tiktoken_encodes_in_worker_processes():
     before = child_processes()
     with ParallelEncoder(TokenizerSpec(backend="tiktoken"), workers=2) as encoder:
         assert encoder.placement() == "in 2 processes"
-        (batch,) = encoder.encode([TRICKY[:20]])
+        (batch,) = encoder.encode([tricky()[:20]])
         assert child_processes() - before, "worker processes encode (started as batches come)"
-    expected = TiktokenBackend(CL100K).encode_arrays(TRICKY[:20])
+    expected = TiktokenBackend(CL100K).encode_arrays(tricky()[:20])
     assert [ids.tolist() for ids in batch.documents()] == [e.tolist() for e in expected]

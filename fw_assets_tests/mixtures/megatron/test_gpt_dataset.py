@@ -11,10 +11,9 @@ from fw_assets.mixtures.megatron.gpt_dataset import (
     build_shuffle_index,
     plan_epochs,
 )
-from fw_assets_tests.support.extras import extra_module
 from fw_assets_tests.support.megatron_oracle import megatron_build
 
-extra_module("megatron.core", "megatron")
+pytestmark = pytest.mark.needs_extra("megatron")
 
 
 SEQ_LENGTH = 32
