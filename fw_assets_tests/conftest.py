@@ -89,6 +89,14 @@ def _metadata_by_asset(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
 
 
 @pytest.fixture
+def instance():
+    """A Dagster instance in memory: sensors and automation ticked over it record nothing on disk
+    (an instance on disk commits each event to SQLite, seconds per run on a busy disk)."""
+    with dg.DagsterInstance.ephemeral() as instance:
+        yield instance
+
+
+@pytest.fixture
 def dagster_home(tmp_path, monkeypatch) -> Path:
     """A throwaway DAGSTER_HOME with this repo's dagster.yaml."""
     home = tmp_path / "dagster_home"

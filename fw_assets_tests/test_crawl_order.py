@@ -4,7 +4,6 @@ runs and open backfills, as the `decide_in_crawl_order` sensor evaluates it in t
 
 import random
 
-import dagster as dg
 import pytest
 
 from fw_assets.partitions import dump_partitions
@@ -20,12 +19,6 @@ from fw_assets_tests.support.automation import (
 
 DUMPS = dump_partitions.get_partition_keys()[:6]  # in crawl order
 FIRST, SECOND, THIRD = DUMPS[:3]
-
-
-@pytest.fixture
-def instance():
-    with dg.DagsterInstance.ephemeral() as instance:
-        yield instance
 
 
 @pytest.fixture

@@ -24,12 +24,6 @@ HOUR_AGO = time.time() - 3600
 
 
 @pytest.fixture
-def instance():
-    with dg.DagsterInstance.ephemeral() as instance:
-        yield instance
-
-
-@pytest.fixture
 def source(tmp_path) -> Path:
     (tmp_path / "data").mkdir()
     return tmp_path

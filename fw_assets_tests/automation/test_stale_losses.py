@@ -28,12 +28,6 @@ def output(tokenized_sample, tmp_path):
     return writable_copy(tokenized_sample.output, tmp_path / "output")
 
 
-@pytest.fixture
-def instance():
-    with dg.DagsterInstance.ephemeral() as instance:
-        yield instance
-
-
 def recipes(tmp_path, monkeypatch, recipe: dict) -> None:
     monkeypatch.setenv(MIXTURES_DIR_ENV, str(write_recipe(tmp_path / "recipes", recipe).parent))
 

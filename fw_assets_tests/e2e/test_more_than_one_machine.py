@@ -6,7 +6,6 @@ byte for byte as one machine publishes it, every check on its dump, no run left 
 twice at once, and each run names its host; `down` then leaves no process behind."""
 
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from fw_assets.resources import Warehouse
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.deployment_folders import deployment_folders
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
 from fw_assets_tests.support.trees import published_data, without_probe_losses
@@ -54,14 +54,8 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def folders():
-    # PostgreSQL runs as the postgres user: its folder must be reachable by every user.
-    root = Path(tempfile.mkdtemp(prefix="fw-celery-e2e-"))
-    root.chmod(0o755)
-    paths = {name: root / name for name in ("home", "source", "output", "one-machine")}
-    try:
+    with deployment_folders("fw-celery-e2e-") as paths:
         yield paths
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -43,6 +42,7 @@ from fw_assets.run_health import DUCKDB_POOL
 from fw_assets.synthetic import write_sample_dump
 from fw_assets.tokenizing.resources import TokenizerResource
 from fw_assets.tokenizing.tokenized import tokenized
+from fw_assets_tests.support.deployment_folders import deployment_folders
 from fw_assets_tests.support.postgres_server import find_postgres_binaries
 from fw_assets_tests.support.runs import CHAIN, materialize_dump
 from fw_assets_tests.support.trees import published_data, without_probe_losses
@@ -69,14 +69,8 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def folders():
-    # PostgreSQL runs as the postgres user: it must reach DAGSTER_HOME.
-    root = Path(tempfile.mkdtemp(prefix="fw-celery-safety-"))
-    root.chmod(0o755)
-    paths = {name: root / name for name in ("home", "source", "output", "one-machine")}
-    try:
+    with deployment_folders("fw-celery-safety-") as paths:
         yield paths
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
