@@ -356,9 +356,9 @@ def test_no_test_module_imports_another_test_module_or_a_conftest():
         for node in ast.walk(ast.parse(path.read_text())):
             names = [f"{node.module}.{alias.name}" for alias in node.names] if isinstance(node, ast.ImportFrom) else []
             names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-            last = [name.rsplit(".", 1)[-1] for name in names if name.startswith("fw_assets_tests")]
-            borrowed += [f"{path.relative_to(TESTS)} imports {name}" for name in last
-                         if name.startswith("test_") or name == "conftest"]
+            borrowed += [f"{path.relative_to(TESTS)} imports {name}" for name in names
+                         if name.startswith("fw_assets_tests.")
+                         and any(part.startswith("test_") or part == "conftest" for part in name.split("."))]
     assert not borrowed
 
 

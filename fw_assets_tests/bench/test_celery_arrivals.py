@@ -3,7 +3,7 @@ the deployment's definitions give each kind."""
 
 from bench.celery_arrivals import step_kinds
 from bench.run_overheads import DECISIONS, SCORING, SIGNING, RunRecord
-from fw_assets_tests.bench.test_run_overheads import graphql_run
+from fw_assets_tests.support.graphql_runs import graphql_run
 
 
 def test_a_run_with_its_assets_published_files_check_steps_is_still_of_its_kind():
