@@ -127,7 +127,7 @@ def start_step(context: dg.AssetExecutionContext, output_root: Path) -> None:
     record the dump (or recipe) and this step's process in its run's tags (shown on the run's
     page), and fail the runs of this host that died."""
     claim_output_folder(context.instance, output_root)
-    pass_fence(f"{context.asset_key.to_user_string()} of {context.partition_key}")  # starts only while live
+    pass_fence(f"starting {context.asset_key.to_user_string()} of {context.partition_key}")
     tag = DUMP_TAG if partition_kind(context) == "dump" else RECIPE_TAG
     tags = {tag: context.partition_key, **this_process()}
     context.instance.add_run_tags(context.run.run_id, tags)
@@ -168,13 +168,13 @@ def publishing_while_live(instance: dg.DagsterInstance, run_id: str) -> Guard:
     as a crash would end it: nothing of it is published, and it reports nothing that would change
     the run's status."""
 
-    def guard(name: str) -> None:
+    def guard(what: str) -> None:
         run = instance.get_run_by_id(run_id)
         if run_is_live(run):
             return
         status = run.status.value if run is not None else "deleted"
         message = (
-            f"Run {run_id} stopped before publishing {name}: the run is {status}, marked so while this "
+            f"Run {run_id} stopped before {what}: the run is {status}, marked so while this "
             f"process (pid {os.getpid()} on {host_name()}) still ran, so it is no longer the live run of "
             "its partition. Its process ends here as a crash would end it: nothing more of this run is "
             "published, and its status stays as it is."

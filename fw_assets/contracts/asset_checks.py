@@ -106,7 +106,7 @@ def unchanged_output(
         return None
     record = unchanged_publication(output_root, name, asset_code_version(context), inputs)
     if record is not None:
-        pass_fence(name)  # reporting the output unchanged is publishing it: only the live run may
+        pass_fence(f"reporting {name} unchanged")  # a materialization: only the live run records one
         context.log.info(
             f"{name}: unchanged since generation {record['generation']} ({record['published_at']}): the same "
             f"code from the same inputs; not redone (tag the run {FORCE_TAG}=true to redo it)"

@@ -48,7 +48,7 @@ def band_key_index(context: dg.AssetExecutionContext, storage: FineWebStorage) -
             version = verified_content_version(root, dump, record)
         except (MinhashFileError, ReplacedMinhashFiles) as error:
             raise dg.Failure(f"Dump {dump}: {error}. Materialize minhash of {dump} again.") from error
-    publishing_while_live(context.instance, context.run.run_id)(f"band_key_index of {dump}")
+    publishing_while_live(context.instance, context.run.run_id)(f"reporting band_key_index of {dump}")
     return dg.MaterializeResult(
         data_version=dg.DataVersion(version),
         metadata={

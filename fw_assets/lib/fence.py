@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-# guard(name): returns to let the publication of `name` go on; raises, or ends the process, to stop it.
+# guard(what): returns to let `what` go on ("publishing <name>", "starting <step> of <dump>"); raises,
+# or ends the process, to stop it.
 Guard = Callable[[str], None]
 
 _guard: ContextVar[Guard | None] = ContextVar("publication_guard", default=None)
@@ -25,8 +26,9 @@ def guarded_by(guard: Guard) -> Iterator[None]:
         _guard.reset(token)
 
 
-def pass_fence(name: str) -> None:
-    """Called by a publication of `name` before its renames; returns only if it may go on."""
+def pass_fence(what: str) -> None:
+    """Called before `what` (a publication's renames, a step's start, an output reported
+    unchanged); returns only if it may go on."""
     guard = _guard.get()
     if guard is not None:
-        guard(name)
+        guard(what)

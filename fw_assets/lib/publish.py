@@ -162,7 +162,7 @@ class Staging:
         }
         lock = _lock_path(self.output_root, self.name)
         with _flock(lock, fcntl.LOCK_EX, self.log, f"readers of {self.name} to finish"):
-            pass_fence(self.name)  # fw_assets.lib.fence: a run no longer live stops here
+            pass_fence(f"publishing {self.name}")  # fw_assets.lib.fence: a run no longer live stops here
             _write_durably(self.path / JOURNAL, json.dumps(journal, indent=1))
             (self.path / "replaced").mkdir()
             try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.dagster_services import REPO_ROOT, HeadlessChromium, find_chromium, wait_for
+from fw_assets_tests.support.extras import in_ci
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_extra("docs")]
 
@@ -55,7 +56,7 @@ def site(tmp_path_factory) -> Path:
 def chromium():
     executable = find_chromium()
     if executable is None:
-        if os.environ.get("CI"):
+        if in_ci():
             pytest.fail("Chromium not found: `apt-get install -y chromium` (.ci/run installs it)")
         pytest.skip("needs Chromium to look at the site: apt-get install -y chromium")
     browser = HeadlessChromium(executable, width=WIDTH, height=HEIGHT)

@@ -21,17 +21,17 @@ def test_a_guard_that_stops_a_publication_leaves_the_previous_generation_whole(t
     before = published_tree(tmp_path)
     asked = []
 
-    def refuse(name: str) -> None:
-        lock = publish_locks_dir(tmp_path) / f"{name}.lock"
+    def refuse(what: str) -> None:
+        lock = publish_locks_dir(tmp_path) / f"{what.removeprefix('publishing ')}.lock"
         with open(lock) as other:  # the publication holds its lock while it asks
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        asked.append(name)
-        raise Deposed(f"run no longer live: {name}")
+        asked.append(what)
+        raise Deposed(f"run no longer live: {what}")
 
     with guarded_by(refuse), pytest.raises(Deposed, match=NAME):
         publish_generation(tmp_path, "new", NEW)
-    assert asked == [NAME]
+    assert asked == [f"publishing {NAME}"]
     assert published_tree(tmp_path) == before
     assert not list((tmp_path / ".staging").glob(f"{NAME}.*"))  # nothing of the new generation is left
 
@@ -45,5 +45,5 @@ def test_a_guard_that_lets_it_go_on_and_no_guard_at_all_publish_as_usual(tmp_pat
     with guarded_by(asked.append):
         publish_generation(guarded, "new", NEW)
     publish_generation(unguarded, "new", NEW)
-    assert asked == [NAME]
+    assert asked == [f"publishing {NAME}"]
     assert without_records(published_tree(guarded)) == without_records(published_tree(unguarded))

@@ -15,8 +15,8 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
     temp folder the workers of this session share, and a lock makes the others wait for the first;
     a folder whose maker failed is made again by the next to ask."""
     base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # pytest-N/, beside each worker's popen-gwN/
+    if base.name == f"popen-{os.environ.get('PYTEST_XDIST_WORKER')}":
+        base = base.parent  # pytest-N/, beside each worker's popen-gwN/ (not a pytest a test started)
     folder, made = base / name, base / f"{name}.made"
     with open(base / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
