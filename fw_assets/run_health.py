@@ -187,6 +187,12 @@ def publishing_while_live(instance: dg.DagsterInstance, run_id: str) -> Guard:
     return guard
 
 
+def pass_step_fence(context: dg.AssetExecutionContext, what: str) -> None:
+    """The fence (`publishing_while_live`) for a step outside `writing_step`: returns only while
+    its run is live."""
+    publishing_while_live(context.instance, context.run.run_id)(what)
+
+
 @contextmanager
 def refusing_stale_inputs() -> Iterator[None]:
     """An input made from inputs replaced since, or whose record or files cannot be trusted

@@ -19,7 +19,7 @@ from fw_assets.lib.versions import code_version
 from fw_assets.partitions import PER_DUMP
 from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.resources import FineWebStorage
-from fw_assets.run_health import publishing_while_live
+from fw_assets.run_health import pass_step_fence
 
 SQL = ()
 MODULES = ("fw_assets.dedup.band_key_lineage", "fw_assets.dedup.content_versions")
@@ -48,7 +48,7 @@ def band_key_index(context: dg.AssetExecutionContext, storage: FineWebStorage) -
             version = verified_content_version(root, dump, record)
         except (MinhashFileError, ReplacedMinhashFiles) as error:
             raise dg.Failure(f"Dump {dump}: {error}. Materialize minhash of {dump} again.") from error
-    publishing_while_live(context.instance, context.run.run_id)(f"reporting band_key_index of {dump}")
+    pass_step_fence(context, f"reporting band_key_index of {dump}")
     return dg.MaterializeResult(
         data_version=dg.DataVersion(version),
         metadata={
