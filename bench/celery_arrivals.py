@@ -148,7 +148,7 @@ def settled(webserver: DeployedWebserver, dumps: list[str]) -> list[dict] | None
         return None
     if any(0 in counts for counts in materialization_counts(webserver, dumps).values()):
         return None
-    tick = webserver.latest_tick(DECISIONS_SENSOR)
+    tick = webserver.latest_ended_tick(DECISIONS_SENSOR)
     last_end = max(run["endTime"] or 0.0 for run in runs)
     return runs if tick and tick["timestamp"] > last_end + 1 else None
 

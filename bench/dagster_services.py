@@ -240,16 +240,17 @@ class DagsterServices:
         )
         return data["sensorOrError"]["sensorState"]
 
-    def latest_tick(self, sensor: str) -> dict | None:
-        """The sensor's latest tick as its *Automation* page lists it: timestamp, status, runIds."""
+    def latest_ended_tick(self, sensor: str) -> dict | None:
+        """The sensor's latest tick that ended, as its *Automation* page lists it: timestamp, status,
+        runIds. A tick is stamped when it starts: one still evaluating may yet request runs."""
         data = self.graphql(
             f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
-                 ... on Sensor {{ sensorState {{ ticks(limit: 1) {{
+                 ... on Sensor {{ sensorState {{ ticks(limit: 3) {{
                    timestamp status runIds skipReason }} }} }} }} }}""",
             {"sensor": sensor},
         )
         ticks = data["sensorOrError"]["sensorState"]["ticks"]
-        return ticks[0] if ticks else None
+        return next((tick for tick in ticks if tick["status"] != "STARTED"), None)
 
     def stop_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched off."""
@@ -407,7 +408,7 @@ def assert_every_asset_materialized(services: DagsterServices, dumps: list[str])
 def decided_after(services: DagsterServices, since: float) -> dict | None:
     """The decisions' automation's latest evaluation, once it came after `since` and no run is
     left: nothing more will be requested for what happened before `since`."""
-    tick = services.latest_tick(DECISIONS_SENSOR)
+    tick = services.latest_ended_tick(DECISIONS_SENSOR)
     return tick if tick and tick["timestamp"] > since and services.idle() else None
 
 

@@ -98,7 +98,7 @@ def settled(world: World, dumps) -> list[dict] | None:
     if not all(materializations(world.webserver, "tokenized", dump) for dump in dumps):
         return None
     ended = max(float(run_end(world.webserver, run["runId"])) for run in runs)
-    tick = world.webserver.latest_tick("decide_in_crawl_order")
+    tick = world.webserver.latest_ended_tick("decide_in_crawl_order")
     return runs if tick and tick["timestamp"] > ended + 1 else None
 
 

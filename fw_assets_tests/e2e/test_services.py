@@ -258,8 +258,10 @@ def cli_reruns(services, cli_run) -> list[dict]:
     """The decision runs the automation launches once the CLI's earlier dump makes the later dumps'
     decisions stale, each ended, and every dump's decisions current again."""
     def reruns() -> list[dict] | None:
-        runs = [r for r in decision_runs(services) if r["runId"] not in cli_run.earlier_reruns]
-        return runs if runs and all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]) else None
+        # Runs read after every run ended: read before, one could still be short of its last steps.
+        if not all_current(services, [SENSOR_DUMP, CLI_DUMP, *BACKFILL_DUMPS]):
+            return None
+        return [r for r in decision_runs(services) if r["runId"] not in cli_run.earlier_reruns] or None
 
     return wait_for("the automation to decide the later dumps again", reruns, 240, every=3, logs=services.logs)
 
