@@ -29,6 +29,7 @@ from bench.dagster_services import (
     signing_asset_keys,
     tag,
 )
+from fw_assets import settings
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.postgres_server import PostgresServer, find_postgres_binaries
 
@@ -68,6 +69,8 @@ def world(tmp_path_factory, database) -> dict:
         "FW_OUTPUT_DIR": str(output),
         # What the README tells operators to set on the daemon (a backfill survives a database outage).
         "DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR": "1",
+        # The decisions' automation evaluates every 3 s (30 by default): the test waits for its ticks.
+        settings.AUTOMATION_INTERVAL_ENV: "3",
     }
     return {"home": home, "source": source, "env": env}
 
