@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run_bench(work: Path, results: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "bench.celery_arrivals", "--dumps", "3", "--rows", "300", "--workers", "2",
+        [sys.executable, "-m", "bench.celery_arrivals", "--dumps", "2", "--rows", "300", "--workers", "2",
          "--gap", "0.5", "--sensor-interval", "2", "--automation-interval", "2", "--work", str(work),
          "--results", str(results)],
         cwd=REPO, capture_output=True, text=True, timeout=900,
@@ -44,7 +44,7 @@ def test_the_arrivals_bench_measures_every_kind_of_run_and_the_model_takes_its_o
     cells = [cell.strip() for cell in whole.strip("|").split("|")]
     runs, failed = cells[9], cells[10]
     signing, decisions, scoring = map(int, runs.split("(")[1].rstrip(")").split(","))
-    assert (signing, scoring, failed) == (3, 3, "0") and decisions >= 3, whole  # the deployment's own e2e tests
+    assert (signing, scoring, failed) == (2, 2, "0") and decisions >= 2, whole  # the deployment's own e2e tests
     # (test_arrival_orders.py) hold it to one decisions run per dump
     for step in ("raw", "minhash", "band_key_index", "deduplicated", "tokenized", "probe_loss"):
         assert any(row.startswith(f"| step `{step}` |") for row in rows), step

@@ -92,6 +92,9 @@ def services(world, cli_materialized):
     running = DagsterServices(world["home"], world["env"])
     try:
         running.wait_until_ready()
+        # Probe losses are not this module's subject (test_source_deletion and bench/celery_arrivals score
+        # them): the `stale_losses` sensor is off.
+        running.stop_sensor("stale_losses")
         yield running
     finally:
         running.stop()

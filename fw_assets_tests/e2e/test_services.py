@@ -77,6 +77,9 @@ def deployment_env(world: dict[str, Path]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def services(world):
     with DagsterServices.running(world["home"], deployment_env(world)) as running:
+        # Probe losses are not this module's subject (test_source_deletion and bench/celery_arrivals score
+        # them): the `stale_losses` sensor is off.
+        running.stop_sensor("stale_losses")
         yield running
 
 
@@ -350,10 +353,8 @@ class RepeatedDumps:
 
 
 def dump_records(output: Path) -> dict[str, str]:
-    """Each dump publication's generation record as it is on disk (probe losses apart: the
-    `stale_losses` sensor scores dumps on its own schedule)."""
-    return {p.name: p.read_text() for p in sorted((output / "published").glob("*CC-MAIN-*.json"))
-            if not p.name.startswith("probe_loss")}
+    """Each dump publication's generation record as it is on disk."""
+    return {p.name: p.read_text() for p in sorted((output / "published").glob("*CC-MAIN-*.json"))}
 
 
 @pytest.fixture(scope="module")
@@ -367,9 +368,8 @@ def repeated(services, world, cli_run) -> RepeatedDumps:
 
 
 def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
-    # the backfill's two runs and the CLI's, one each: no decision run (the shipped `demo` recipe
-    # reweights by the built-in probe: `stale_losses` scores the dumps tokenized again)
-    chains = [r for r in repeated.runs if tag(r, "dagster/sensor_name") != "stale_losses"]
+    # the backfill's two runs and the CLI's, one each: no decision run
+    chains = repeated.runs
     assert sorted(tag(r, "dagster/partition") for r in chains) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
     before, after = repeated.records
     assert after == before  # every step found its output unchanged: nothing was published again
