@@ -127,7 +127,7 @@ def test_the_tokenized_target_is_four_times_ideal_tiktoken_on_prose_and_one_on_m
 @pytest.mark.e2e
 def test_the_scale_group_runs_every_step_of_two_dumps_and_a_recipe_through_the_cli(tmp_path):
     completed = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--groups", "scale", "--rows", "2000", "--files", "2",
+        [sys.executable, "-m", "bench.run", "--groups", "scale", "--rows", "5000", "--files", "2",
          "--work", str(tmp_path / "work"), "--results", str(tmp_path / "results")],
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
@@ -135,7 +135,7 @@ def test_the_scale_group_runs_every_step_of_two_dumps_and_a_recipe_through_the_c
     rows = [line for line in completed.stdout.splitlines() if line.startswith("| ")]
     for step, dump in [("raw,sampled,bucketed", "CC-MAIN-2013-20"), ("deduplicated", "CC-MAIN-2013-48"),
                        ("probe_loss", "CC-MAIN-2013-48"), ("mixture_plan", "scale"), ("megatron_indexes", "scale")]:
-        assert any(row.startswith(f"| {step} | {dump} | 2,000 |") for row in rows), (step, dump)
+        assert any(row.startswith(f"| {step} | {dump} | 5,000 |") for row in rows), (step, dump)
     assert "| all published outputs |" in completed.stdout and "| **all** |" in completed.stdout
-    assert len(list((tmp_path / "results").glob("scale-2000-*.json"))) == 1
+    assert len(list((tmp_path / "results").glob("scale-5000-*.json"))) == 1
     assert not any((tmp_path / "work" / "scale").iterdir()), "a size's data is deleted once measured"
