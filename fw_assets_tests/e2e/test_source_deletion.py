@@ -84,8 +84,9 @@ def cli_env(world: dict[str, Path]) -> dict[str, str]:
     return {**os.environ, **env_of(world), "DAGSTER_HOME": str(world["home"])}
 
 
-def ticks(services: DagsterServices, sensor: str, limit: int = 50) -> list[dict]:
-    """The sensor's latest ticks, newest first: timestamp, status, runIds, skipReason."""
+def ticks(services: DagsterServices, sensor: str, limit: int = 200) -> list[dict]:
+    """The sensor's latest ticks, newest first: timestamp, status, runIds, skipReason. 200 hold the
+    whole module's ticks at one every 3 s (the later dump's request must not fall out of them)."""
     data = services.graphql(
         """query($sensor: String!) { sensorOrError(sensorSelector: {repositoryName: "__repository__",
              repositoryLocationName: "fw_assets", sensorName: $sensor}) { ... on Sensor { sensorState {
