@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-# guard(what): returns to let `what` go on ("publishing <name>", "starting <step> of <dump>"); raises,
-# or ends the process, to stop it.
+# guard(what): returns to let `what` go on ("publishing <name>", "starting <step> of <dump>",
+# "reporting <name> unchanged"); raises, or ends the process, to stop it.
 Guard = Callable[[str], None]
 
 _guard: ContextVar[Guard | None] = ContextVar("publication_guard", default=None)

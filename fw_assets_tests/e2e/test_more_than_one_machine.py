@@ -67,9 +67,7 @@ def deployment(folders):
     try:
         webserver = local.up()
         webserver.stop_sensor("new_dumps")  # the dumps are backfilled from the UI, the sensor off
-        # Probe losses are not this module's subject (test_source_deletion and bench/celery_arrivals score
-        # them): the `stale_losses` sensor is off.
-        webserver.stop_sensor("stale_losses")
+        webserver.stop_probe_scoring()
         for dump in DUMPS:
             write_sample_dump(folders["source"], dump, rows=ROWS, files=1)
         yield Deployment(local, webserver, folders["output"], local.status())

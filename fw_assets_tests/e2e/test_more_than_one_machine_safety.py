@@ -86,9 +86,7 @@ def deployment(folders):
         assert started, f"neither `up` started the deployment:\n{ups[0].stderr}\n{ups[1].stderr}"
         webserver = DeployedWebserver(started[0].stdout.strip().splitlines()[-1], local.logs)
         webserver.stop_sensor("new_dumps")  # the dump is backfilled from the UI, the sensor off
-        # Probe losses are not this module's subject (test_source_deletion and bench/celery_arrivals score
-        # them): the `stale_losses` sensor is off.
-        webserver.stop_sensor("stale_losses")
+        webserver.stop_probe_scoring()
         write_sample_dump(folders["source"], DUMP, rows=ROWS, files=1)
         yield Deployment(local, webserver, folders["output"], ups)
     finally:

@@ -29,7 +29,6 @@ from bench.dagster_services import (
     signing_asset_keys,
     tag,
 )
-from fw_assets import settings
 from fw_assets.synthetic import write_sample_dump
 from fw_assets_tests.support.postgres_server import PostgresServer, find_postgres_binaries
 
@@ -69,8 +68,6 @@ def world(tmp_path_factory, database) -> dict:
         "FW_OUTPUT_DIR": str(output),
         # What the README tells operators to set on the daemon (a backfill survives a database outage).
         "DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR": "1",
-        # The decisions' automation evaluates every 3 s (30 by default): the test waits for its ticks.
-        settings.AUTOMATION_INTERVAL_ENV: "3",
     }
     return {"home": home, "source": source, "env": env}
 
@@ -92,9 +89,7 @@ def services(world, cli_materialized):
     running = DagsterServices(world["home"], world["env"])
     try:
         running.wait_until_ready()
-        # Probe losses are not this module's subject (test_source_deletion and bench/celery_arrivals score
-        # them): the `stale_losses` sensor is off.
-        running.stop_sensor("stale_losses")
+        running.stop_probe_scoring()
         yield running
     finally:
         running.stop()
@@ -161,6 +156,5 @@ def test_a_repeated_backfill_then_a_cli_run_re_runs_nothing_and_keeps_every_chec
 ):
     dumps = [CLI_DUMP, *BACKFILL_DUMPS]
     runs = backfill_again_then_cli(services, dumps, world["env"], world["home"])
-    chains = [run for run in runs if tag(run, "dagster/sensor_name") != "stale_losses"]  # probe losses follow
-    assert sorted(run_partition(run) for run in chains) == dumps  # no decision run
+    assert sorted(run_partition(run) for run in runs) == dumps  # no decision run
     assert_check_results_belong_to_their_dumps(services, dumps)

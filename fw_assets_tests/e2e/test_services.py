@@ -77,9 +77,7 @@ def deployment_env(world: dict[str, Path]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def services(world):
     with DagsterServices.running(world["home"], deployment_env(world)) as running:
-        # Probe losses are not this module's subject (test_source_deletion and bench/celery_arrivals score
-        # them): the `stale_losses` sensor is off.
-        running.stop_sensor("stale_losses")
+        running.stop_probe_scoring()
         yield running
 
 
@@ -369,11 +367,10 @@ def repeated(services, world, cli_run) -> RepeatedDumps:
 
 def test_dumps_signed_again_to_the_same_band_keys_re_run_nothing(services, world, repeated):
     # the backfill's two runs and the CLI's, one each: no decision run
-    chains = repeated.runs
-    assert sorted(tag(r, "dagster/partition") for r in chains) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
+    assert sorted(tag(r, "dagster/partition") for r in repeated.runs) == [SENSOR_DUMP, CLI_DUMP, BACKFILL_DUMPS[0]]
     before, after = repeated.records
     assert after == before  # every step found its output unchanged: nothing was published again
-    assert not [r for r in chains if tag(r, "dagster/sensor_name")]
+    assert not [r for r in repeated.runs if tag(r, "dagster/sensor_name")]
     assert repeated.settled == dict.fromkeys(repeated.settled, ("FRESH", []))  # what the UI shows
 
 
