@@ -7,9 +7,10 @@ tokenize it once no signing they read is queued or under way: `deduplicated` of 
 band keys of every earlier dump (fw_assets.dedup.band_key_lineage.later_dumps), so Dagster holds a
 dump's decisions back while an earlier dump's signing run is queued, running, or still to be
 launched by an open backfill, and decides it once after the last of them. Each condition is true
-once per change (`since_last_handled`): a late earlier dump re-decides each later dump once, not
-once per tick. Changes are data versions, so an identical re-sign (a retry, a backfill of dumps
-already signed) requests nothing.
+once per change, until handled (`_until_handled`): a late earlier dump re-decides each later dump
+once, not once per tick, also when it changes between the same two ticks as their last run ended.
+Changes are data versions, so an identical re-sign (a retry, a backfill of dumps already signed)
+requests nothing.
 """
 
 import dagster as dg
@@ -21,6 +22,16 @@ A = dg.AutomationCondition
 # run is not yet queued when the next tick comes would be asked for again (a failed attempt is not
 # retried tick after tick either: its inputs changing, or a person, asks again).
 NEVER_MADE = (A.missing() & ~A.execution_failed()).newly_true().with_label("never made, and not failed")
+
+
+def _until_handled(trigger: dg.AutomationCondition) -> dg.AutomationCondition:
+    """True from a tick `trigger` is true until the asset is requested or updated, as Dagster's
+    `since_last_handled`, except that a trigger wins a tie: Dagster lets the reset win when both come
+    between the same two ticks unless both carry timestamps, which `data_version_changed`,
+    `will_be_requested` and any `|` do not. A later dump's decisions published just as an earlier
+    dump's band keys change (its run read them before) would never be made again."""
+    handled = (A.newly_requested() | A.newly_updated() | A.initial_evaluation()).with_label("handled")
+    return trigger.since(~trigger & handled)
 
 
 def _held(needs: dg.AssetSelection) -> dg.AutomationCondition:
@@ -49,9 +60,7 @@ def decided_when_signed(own: dg.AssetSelection, earlier: dg.AssetSelection | Non
         changed |= A.any_deps_match(A.data_version_changed()).allow(earlier)
         remade |= A.any_deps_match(A.newly_updated()).allow(earlier)
     retried = (A.execution_failed() & remade).with_label("failed, and an input was made again since")
-    return (changed.with_label("an input has a new data version") | NEVER_MADE | retried).since_last_handled() & _held(
-        own
-    )
+    return _until_handled(changed.with_label("an input has a new data version") | NEVER_MADE | retried) & _held(own)
 
 
 def made_with(decisions: dg.AssetSelection, needs: dg.AssetSelection) -> dg.AutomationCondition:
@@ -64,4 +73,4 @@ def made_with(decisions: dg.AssetSelection, needs: dg.AssetSelection) -> dg.Auto
     retried = (A.execution_failed() & A.any_deps_match(A.newly_updated()).allow(decisions)).with_label(
         "failed, and its decisions were made again since"
     )
-    return (with_them | NEVER_MADE | retried).since_last_handled() & _held(needs)
+    return _until_handled(with_them | NEVER_MADE | retried) & _held(needs)

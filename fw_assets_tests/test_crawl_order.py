@@ -4,6 +4,7 @@ runs and open backfills, as the `decide_in_crawl_order` sensor evaluates it in t
 
 import random
 
+import dagster as dg
 import pytest
 
 from fw_assets.partitions import dump_partitions
@@ -117,4 +118,28 @@ def test_a_failed_decision_is_not_retried_until_an_input_is_made_again(instance,
     decisions_made(instance, FIRST)
     run = queued_signing_run(instance, SECOND)  # stands for the deciding run that fails
     instance.report_run_failed(run)
+    assert automation.tick() == {}
+
+
+def test_an_earlier_dump_signed_while_later_decisions_were_made_re_decides_them_once(instance, automation):
+    for dump in (SECOND, THIRD):
+        signed(instance, dump)
+    assert automation.tick() == decided(SECOND, THIRD)
+    signed(instance, FIRST)  # downloaded late: its signing ends between the same two ticks as ...
+    for dump in (SECOND, THIRD):
+        decisions_made(instance, dump)  # ... the decision runs that read the band keys without it
+    assert automation.tick() == decided(FIRST, SECOND, THIRD)
+    for dump in (FIRST, SECOND, THIRD):
+        decisions_made(instance, dump)
+    assert automation.tick() == {}
+
+
+def test_token_files_follow_decisions_requested_in_the_tick_their_last_ones_were_published(instance, automation):
+    signed(instance, SECOND)
+    assert automation.tick() == decided(SECOND)
+    instance.report_runless_asset_event(dg.AssetMaterialization("deduplicated", partition=SECOND))
+    assert automation.tick() == {}  # its run goes on to tokenize
+    instance.report_runless_asset_event(dg.AssetMaterialization("tokenized", partition=SECOND))
+    signed(instance, FIRST)  # between the same two ticks
+    assert automation.tick() == decided(FIRST, SECOND)
     assert automation.tick() == {}

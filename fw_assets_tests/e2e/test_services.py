@@ -34,6 +34,7 @@ from bench.dagster_services import (
     signing_asset_keys,
     tag,
     wait_for,
+    why_requested,
 )
 from fw_assets import settings
 from fw_assets.automation.new_dumps import FINGERPRINT_TAG
@@ -44,6 +45,7 @@ from fw_assets.partitions import known_dumps
 from fw_assets.paths import bucket_dump_dirs, selection_path
 from fw_assets.sampling_policy import SEED_POLICY
 from fw_assets.synthetic import write_sample_dump
+from fw_assets.tokenizing.tokenized import tokenized
 
 pytestmark = pytest.mark.e2e
 
@@ -276,11 +278,13 @@ def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_dec
     assert cli_run.after[SENSOR_DUMP] == cli_run.after[CLI_DUMP] == ("FRESH", [])
     for dump in BACKFILL_DUMPS:
         assert cli_run.after[dump] == ("STALE", [f"band_key_index[{CLI_DUMP}]: has a new data version"])
-    assert sorted(tag(run, "dagster/partition") for run in cli_reruns) == sorted(BACKFILL_DUMPS)  # one each
+    why = [f"{key.to_user_string()}: {line}" for key in (deduplicated.key, tokenized.key) for dump in BACKFILL_DUMPS
+           for line in why_requested(services, key, dump)]
+    assert sorted(tag(run, "dagster/partition") for run in cli_reruns) == sorted(BACKFILL_DUMPS), why  # one each
     for run in cli_reruns:
         assert {s["stepKey"]: s["status"] for s in run["stepStats"]} == dict.fromkeys(
             ("deduplicated", "tokenized", "deduplicated_published_files", "tokenized_published_files"), "SUCCESS"
-        )
+        ), why
 
 
 @pytest.fixture(scope="module")
