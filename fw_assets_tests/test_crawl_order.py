@@ -143,3 +143,11 @@ def test_token_files_follow_decisions_requested_in_the_tick_their_last_ones_were
     signed(instance, FIRST)  # between the same two ticks
     assert automation.tick() == decided(FIRST, SECOND)
     assert automation.tick() == {}
+
+
+def test_dumps_signed_before_the_automation_first_evaluates_are_decided_then(instance):
+    for dump in (SECOND, THIRD):  # an instance from before the automation, or before its condition changed
+        signed(instance, dump)
+    automation = CrawlOrderTicks(instance)
+    assert automation.tick() == decided(SECOND, THIRD)
+    assert automation.tick() == {}

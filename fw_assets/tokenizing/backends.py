@@ -7,6 +7,7 @@ oracle.py). `auto` takes fastokens when it is installed and passes the self-chec
 saying why. Any class implementing `EncoderBackend` can be named as `package.module:Class`.
 """
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.resources
@@ -97,13 +98,11 @@ class FastokensBackend(EncoderBackend):
     name = package = FASTOKENS_BACKEND
 
     def __init__(self, encoding_name: str) -> None:
-        import fastokens  # optional: absent, `auto` falls back to tiktoken
+        import fastokens  # noqa: F401  optional: absent, `auto` falls back to tiktoken
 
         if encoding_name not in FASTOKENS_ENCODINGS:
             raise ValueError(f"fastokens is set up here for {sorted(FASTOKENS_ENCODINGS)} only")
-        filename, preset = FASTOKENS_ENCODINGS[encoding_name]
-        vocabulary = importlib.resources.files("tiktoken_ext") / "data" / filename
-        self._tokenizer = fastokens.Tokenizer.from_tiktoken(str(vocabulary), encoding=preset)
+        self._tokenizer = _fastokens_tokenizer(encoding_name)
 
     def encode_arrays(self, texts: Sequence[str]) -> list[np.ndarray]:
         tokens, lengths = self.encode_flat(texts)
@@ -122,6 +121,18 @@ class FastokensBackend(EncoderBackend):
         # once a process: a value set before (by the user, or an earlier step) stays.
         os.environ.setdefault(FASTOKENS_THREADS_VARIABLE, str(threads))
         return True
+
+
+@functools.cache
+def _fastokens_tokenizer(encoding_name: str):
+    """fastokens' tokenizer of `encoding_name`, built once a process (~0.5 CPU-s a build; a tokenized
+    step builds one for its encoder and one for the tokenizer it checks it against). It holds no
+    state between calls but its per-thread caches."""
+    import fastokens
+
+    filename, preset = FASTOKENS_ENCODINGS[encoding_name]
+    vocabulary = importlib.resources.files("tiktoken_ext") / "data" / filename
+    return fastokens.Tokenizer.from_tiktoken(str(vocabulary), encoding=preset)
 
 
 BACKENDS: dict[str, type[EncoderBackend]] = {

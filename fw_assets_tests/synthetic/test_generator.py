@@ -147,7 +147,7 @@ def test_text_lengths_are_web_page_like_and_heavy_tailed(tables):
 
 def test_fineweb_edu_lengths_give_its_median_and_mean_characters():
     """FineWeb-Edu's texts: 2,398 characters median, 3,403 mean (the default's are longer, its tail heavier)."""
-    table = sample_table(DUMPS[0], 0, 40_000, median_words=FINEWEB_EDU_MEDIAN_WORDS,
+    table = sample_table(DUMPS[0], 0, 10_000, median_words=FINEWEB_EDU_MEDIAN_WORDS,
                          words_sigma=FINEWEB_EDU_WORDS_SIGMA)
     characters = pc.utf8_length(table["text"]).to_numpy()
     assert np.median(characters) == pytest.approx(2_398, rel=0.03)
@@ -155,7 +155,7 @@ def test_fineweb_edu_lengths_give_its_median_and_mean_characters():
 
 
 def test_words_sigma_sets_the_tail_and_not_the_median():
-    narrow, wide = (pc.utf8_length(sample_table(DUMPS[0], 0, 20_000, words_sigma=sigma)["text"]).to_numpy()
+    narrow, wide = (pc.utf8_length(sample_table(DUMPS[0], 0, 10_000, words_sigma=sigma)["text"]).to_numpy()
                     for sigma in (0.5, 1.0))
     assert np.median(narrow) == pytest.approx(np.median(wide), rel=0.05)
     assert narrow.mean() / np.median(narrow) == pytest.approx(np.exp(0.5**2 / 2), rel=0.03)
