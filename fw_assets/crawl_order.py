@@ -8,8 +8,7 @@ band keys of every earlier dump (fw_assets.dedup.band_key_lineage.later_dumps), 
 dump's decisions back while an earlier dump's signing run is queued, running, or still to be
 launched by an open backfill, and decides it once after the last of them. Each condition is true
 once per change, until handled (`_until_handled`): a late earlier dump re-decides each later dump
-once, not once per tick, also when it changes while their deciding runs are under way or between
-the same two ticks as they end.
+once, not once per tick, also when it changes between the same two ticks as their last run ended.
 Changes are data versions, so an identical re-sign (a retry, a backfill of dumps already signed)
 requests nothing.
 """
@@ -27,20 +26,12 @@ NEVER_MADE = (A.missing() & ~A.execution_failed()).newly_true().with_label("neve
 
 def _until_handled(trigger: dg.AutomationCondition) -> dg.AutomationCondition:
     """True from a tick `trigger` is true until the asset is requested or updated, as Dagster's
-    `since_last_handled`, with two exceptions that keep a change from being lost:
-    - a trigger wins a tie: Dagster lets the reset win when both come between the same two ticks
-      unless both carry timestamps, which `data_version_changed`, `will_be_requested` and any `|`
-      do not (a later dump's decisions published just as an earlier dump's band keys change);
-    - a trigger while the asset's own run is queued or under way holds until the asset is requested
-      again: that run read its inputs before, so its update does not answer the change."""
+    `since_last_handled`, except that a trigger wins a tie: Dagster lets the reset win when both come
+    between the same two ticks unless both carry timestamps, which `data_version_changed`,
+    `will_be_requested` and any `|` do not. A later dump's decisions published just as an earlier
+    dump's band keys change (its run read them before) would never be made again."""
     handled = (A.newly_requested() | A.newly_updated() | A.initial_evaluation()).with_label("handled")
-    under_way = (trigger & A.in_progress()).with_label("while its run is queued or in progress")
-    return _latched(trigger, handled) | _latched(under_way, A.newly_requested())
-
-
-def _latched(trigger: dg.AutomationCondition, reset: dg.AutomationCondition) -> dg.AutomationCondition:
-    """`trigger.since(reset)`, the trigger winning when both are true in one tick."""
-    return trigger.since(~trigger & reset)
+    return trigger.since(~trigger & handled)
 
 
 def _held(needs: dg.AssetSelection) -> dg.AutomationCondition:

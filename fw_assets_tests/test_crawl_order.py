@@ -14,7 +14,6 @@ from fw_assets_tests.support.automation import (
     decisions_made,
     end_backfill,
     open_signing_backfill,
-    queued_deciding_run,
     queued_signing_run,
     signed,
 )
@@ -151,33 +150,4 @@ def test_dumps_signed_before_the_automation_first_evaluates_are_decided_then(ins
         signed(instance, dump)
     automation = CrawlOrderTicks(instance)
     assert automation.tick() == decided(SECOND, THIRD)
-    assert automation.tick() == {}
-
-
-def test_an_earlier_dump_signed_while_a_later_one_is_being_decided_re_decides_it_after(instance, automation):
-    signed(instance, SECOND)
-    assert automation.tick() == decided(SECOND)
-    run = queued_deciding_run(instance, SECOND)  # its run reads the band keys before FIRST's exist
-    signed(instance, FIRST)
-    assert automation.tick() == decided(FIRST)  # SECOND waits for its run
-    decisions_made(instance, SECOND)
-    instance.report_run_canceled(run)  # ended
-    assert automation.tick() == decided(SECOND)
-    assert automation.tick() == {}
-
-
-def test_token_files_follow_decisions_made_again_while_the_last_ones_were_tokenized(instance, automation):
-    signed(instance, SECOND)
-    assert automation.tick() == decided(SECOND)
-    run = queued_deciding_run(instance, SECOND)
-    instance.report_runless_asset_event(dg.AssetMaterialization("deduplicated", partition=SECOND))
-    signed(instance, FIRST)  # while SECOND's run tokenizes the decisions it made without FIRST
-    assert automation.tick() == {"deduplicated": [FIRST, SECOND], "tokenized": [FIRST]}
-    again = queued_deciding_run(instance, SECOND, ("deduplicated",))
-    instance.report_runless_asset_event(dg.AssetMaterialization("tokenized", partition=SECOND))
-    instance.report_run_canceled(run)
-    assert automation.tick() == {}  # the token files wait for the new decisions
-    instance.report_runless_asset_event(dg.AssetMaterialization("deduplicated", partition=SECOND))
-    instance.report_run_canceled(again)
-    assert automation.tick() == {"tokenized": [SECOND]}
     assert automation.tick() == {}

@@ -63,30 +63,18 @@ def decisions_made(instance: dg.DagsterInstance, dump: str) -> None:
 def queued_signing_run(instance: dg.DagsterInstance, dump: str) -> dg.DagsterRun:
     """A run of `dump_signing` for `dump`, queued as the daemon queues it: its planned
     materializations recorded, so Dagster counts them in progress."""
-    return _queued_run(instance, dump, defs.resolve_job_def(signing_job.name), SIGNING)
-
-
-def queued_deciding_run(
-    instance: dg.DagsterInstance, dump: str, assets: tuple[str, ...] = ("deduplicated", "tokenized")
-) -> dg.DagsterRun:
-    """A run of `assets` of `dump` (Dagster's asset job, as the automation launches it), queued:
-    each in progress until it is recorded made or the run ends."""
-    return _queued_run(instance, dump, defs.resolve_implicit_global_asset_job_def(), assets)
-
-
-def _queued_run(instance: dg.DagsterInstance, dump: str, job: dg.JobDefinition, assets: tuple[str, ...]):
     origin = RemoteJobOrigin(
         RemoteRepositoryOrigin(
             InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="fw_assets.definitions")),
             "__repository__",
         ),
-        job.name,
+        signing_job.name,
     )
     return instance.create_run_for_job(
-        job,
+        defs.resolve_job_def(signing_job.name),
         tags={PARTITION_TAG: dump},
         status=dg.DagsterRunStatus.QUEUED,
-        asset_selection=frozenset(dg.AssetKey(name) for name in assets),
+        asset_selection=frozenset(dg.AssetKey(name) for name in SIGNING),
         remote_job_origin=origin,
     )
 
