@@ -628,3 +628,11 @@ def why_requested(services: DagsterServices, key: dg.AssetKey, partition: str) -
         if true and true[0]:
             lines.append(f"{record['timestamp']:.1f} runs {record['runIds']}: " + "; ".join(true))
     return lines
+
+
+def why_each_requested(services: DagsterServices, keys: list[dg.AssetKey], dumps: list[str]) -> list[str]:
+    """`why_requested` of every dump of `dumps` for each of `keys`, a line each led by `key[dump]`:
+    what a test prints when a dump was requested more or less often than it asserts."""
+    return [f"{key.to_user_string()}[{dump}] requested: {line}" for key in keys for dump in dumps
+            for line in why_requested(services, key, dump)]
+

@@ -22,7 +22,7 @@ import dagster as dg
 import pytest
 
 from bench.celery_local import DeployedWebserver, LocalDeployment, backfill_status
-from bench.dagster_services import tag, wait_for, why_requested
+from bench.dagster_services import tag, wait_for, why_each_requested
 from fw_assets import settings
 from fw_assets.paths import generation_record_path, publication_name
 from fw_assets.resources import Warehouse
@@ -193,8 +193,7 @@ def assert_decided_and_tokenized_once_without_a_failure(world: World, arrival: A
     counts = {(asset, dump): len(materializations(world.webserver, asset, dump))
               for asset in KEPT for dump in arrival.dumps}
     twice = [(asset, dump) for (asset, dump), n in counts.items() if n > 1]
-    why = [f"{asset}[{dump}] requested: {line}" for asset, dump in twice
-           for line in why_requested(world.webserver, dg.AssetKey(asset), dump)]
+    why = [line for asset, dump in twice for line in why_each_requested(world.webserver, [dg.AssetKey(asset)], [dump])]
     assert counts == dict.fromkeys(counts, 1), (f"landing order {arrival.order}: {counts}\n{timeline(world, arrival)}\n"
                                                 + "\n".join(why))
 

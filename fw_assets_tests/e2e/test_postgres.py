@@ -28,7 +28,7 @@ from bench.dagster_services import (
     run_partition,
     signing_asset_keys,
     tag,
-    why_requested,
+    why_each_requested,
 )
 from fw_assets.dedup.deduplicated import deduplicated
 from fw_assets.synthetic import write_sample_dump
@@ -159,6 +159,6 @@ def test_a_repeated_backfill_then_a_cli_run_re_runs_nothing_and_keeps_every_chec
     dumps = [CLI_DUMP, *BACKFILL_DUMPS]
     runs = backfill_again_then_cli(services, dumps, world["env"], world["home"])
     decided = [run_partition(run) for run in runs if tag(run, "dagster/sensor_name") == DECISIONS_SENSOR]
-    assert sorted(run_partition(run) for run in runs) == dumps, [  # no decision run
-        line for dump in decided for line in why_requested(services, deduplicated.key, dump)]
+    assert sorted(run_partition(run) for run in runs) == dumps, why_each_requested(  # no decision run
+        services, [deduplicated.key], decided)
     assert_check_results_belong_to_their_dumps(services, dumps)

@@ -34,7 +34,7 @@ from bench.dagster_services import (
     signing_asset_keys,
     tag,
     wait_for,
-    why_requested,
+    why_each_requested,
 )
 from fw_assets import settings
 from fw_assets.automation.new_dumps import FINGERPRINT_TAG
@@ -279,8 +279,7 @@ def test_an_earlier_dump_materialized_late_makes_later_decisions_stale_until_dec
     for dump in BACKFILL_DUMPS:
         assert cli_run.after[dump] == ("STALE", [f"band_key_index[{CLI_DUMP}]: has a new data version"])
     def why() -> list[str]:  # read only when an assertion fails: a GraphQL query per condition node
-        return [f"{key.to_user_string()}: {line}" for key in (deduplicated.key, tokenized.key)
-                for dump in BACKFILL_DUMPS for line in why_requested(services, key, dump)]
+        return why_each_requested(services, [deduplicated.key, tokenized.key], BACKFILL_DUMPS)
 
     assert sorted(tag(run, "dagster/partition") for run in cli_reruns) == sorted(BACKFILL_DUMPS), why()  # one each
     for run in cli_reruns:
