@@ -630,6 +630,22 @@ def why_requested(services: DagsterServices, key: dg.AssetKey, partition: str) -
     return lines
 
 
+def launched_by(run: dict) -> str:
+    """Who launched a run, as the UI's run list shows it: a sensor, a backfill, or neither (the CLI,
+    a person)."""
+    for key in ("dagster/sensor_name", "dagster/backfill", "dagster/parent_run_id"):
+        if value := tag(run, key):
+            return f"{key.split('/')[1]} {value}"
+    return "the CLI or a person"
+
+
+def describe_runs(runs: list[dict]) -> list[str]:
+    """A line per run: its dump, status, launcher and the steps it ran; what a test prints when a
+    dump was run more often than it asserts."""
+    return [f"{run_partition(run)} {run['status']} run {run['runId'][:8]} by {launched_by(run)}: "
+            + " ".join(step["stepKey"] for step in run["stepStats"]) for run in runs]
+
+
 def why_each_requested(services: DagsterServices, keys: list[dg.AssetKey], dumps: list[str]) -> list[str]:
     """`why_requested` of every dump of `dumps` for each of `keys`, a line each led by `key[dump]`:
     what a test prints when a dump was requested more or less often than it asserts."""
