@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -115,21 +115,30 @@ class Service:
 
 
 class DagsterServices:
-    """`dagster-webserver` and `dagster-daemon run` over workspace.yaml with a private instance."""
+    """`dagster-webserver` and `dagster-daemon run` over workspace.yaml with a private instance.
 
-    def __init__(self, home: Path, env: dict[str, str]):
+    `sensors_off`: sensors switched off in the UI before the daemon starts, so that none of them
+    ticks at all (one switched off while the daemon runs may still finish a tick it began)."""
+
+    def __init__(self, home: Path, env: dict[str, str], sensors_off: Sequence[str] = ()):
         self.home = home
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        workspace = str(REPO_ROOT / "workspace.yaml")
-        full_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
+        self._workspace = str(REPO_ROOT / "workspace.yaml")
+        self._env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
+        self._sensors_off = tuple(sensors_off)
         # Create the schemas first (as docs/operations.md says): two services creating them at once race.
-        migrate_instance(full_env)
+        migrate_instance(self._env)
         self.services = [
             Service("webserver", [str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(self.port),
-                                  "-w", workspace], home, full_env),
-            Service("daemon", [str(BIN / "dagster-daemon"), "run", "-w", workspace], home, full_env),
+                                  "-w", self._workspace], home, self._env),
         ]
+        if not self._sensors_off:
+            self._start_daemon()
+
+    def _start_daemon(self) -> None:
+        self.services.append(
+            Service("daemon", [str(BIN / "dagster-daemon"), "run", "-w", self._workspace], self.home, self._env))
 
     @property
     def logs(self) -> list[Path]:
@@ -143,6 +152,10 @@ class DagsterServices:
             error = entry.get("locationOrLoadError") or {}
             messages = [error.get("message")] + [cause["message"] for cause in error.get("causes", [])]
             assert not error.get("message"), f"code location {entry['name']} failed to load: {messages}"
+        if len(self.services) == 1:  # the daemon waits for `sensors_off`
+            for sensor in self._sensors_off:
+                self.stop_sensor(sensor)
+            self._start_daemon()
 
     def _answers(self) -> bool:
         for service in self.services:
@@ -176,9 +189,9 @@ class DagsterServices:
 
     @classmethod
     @contextmanager
-    def running(cls, home: Path, env: dict[str, str]) -> Iterator["DagsterServices"]:
+    def running(cls, home: Path, env: dict[str, str], sensors_off: Sequence[str] = ()) -> Iterator["DagsterServices"]:
         """The services started and ready (the code location loaded), stopped on leaving."""
-        services = cls(home, env)
+        services = cls(home, env, sensors_off)
         try:
             services.wait_until_ready()
             yield services
@@ -259,15 +272,33 @@ class DagsterServices:
         self.stop_sensor("stale_losses")
 
     def stop_sensor(self, sensor: str) -> None:
-        """The sensor's *Running* toggle switched off."""
-        state = self.sensor_state(sensor)
+        """The sensor's *Running* toggle switched off, until it stays off. A tick under way when it is
+        switched still ends and requests its runs (it may list a folder written after the switch),
+        and the daemon, as it starts a tick, writes back the state it read just before: a switch
+        made in between is undone (seen: `stale_losses` kept ticking after a test switched it off as
+        the daemon came up). So: switch, wait for the tick under way to end, and look again."""
+        for _ in range(3):
+            state = self.sensor_state(sensor)
+            data = self.graphql(
+                """mutation($origin: String, $selector: String) {
+                     stopSensor(jobOriginId: $origin, jobSelectorId: $selector) {
+                       ... on StopSensorMutationResult { instigationState { status } } } }""",
+                {"origin": state["id"], "selector": state["selectorId"]},
+            )
+            assert data["stopSensor"]["instigationState"]["status"] == "STOPPED"
+            wait_for(f"the tick of {sensor} under way to end", lambda: not self._tick_under_way(sensor),
+                     RUN_TIMEOUT, logs=self.logs)
+            if self.sensor_state(sensor)["status"] == "STOPPED":
+                return
+        raise AssertionError(f"{sensor} was switched off three times and each time the daemon switched it on again")
+
+    def _tick_under_way(self, sensor: str) -> bool:
         data = self.graphql(
-            """mutation($origin: String, $selector: String) {
-                 stopSensor(jobOriginId: $origin, jobSelectorId: $selector) {
-                   ... on StopSensorMutationResult { instigationState { status } } } }""",
-            {"origin": state["id"], "selector": state["selectorId"]},
+            f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
+                 ... on Sensor {{ sensorState {{ ticks(limit: 1) {{ status }} }} }} }} }}""",
+            {"sensor": sensor},
         )
-        assert data["stopSensor"]["instigationState"]["status"] == "STOPPED"
+        return [tick["status"] for tick in data["sensorOrError"]["sensorState"]["ticks"]] == ["STARTED"]
 
     def start_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched on."""

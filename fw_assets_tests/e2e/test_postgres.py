@@ -89,10 +89,11 @@ def cli_materialized(world, migrated) -> str:
 
 @pytest.fixture(scope="module")
 def services(world, cli_materialized):
-    running = DagsterServices(world["home"], world["env"])
+    # Both switched off before the daemon starts: the dumps are backfilled from the UI, and the
+    # shipped recipe's probe would score each dump in a run of its own.
+    running = DagsterServices(world["home"], world["env"], sensors_off=("new_dumps", "stale_losses"))
     try:
         running.wait_until_ready()
-        running.stop_probe_scoring()
         yield running
     finally:
         running.stop()
@@ -101,7 +102,6 @@ def services(world, cli_materialized):
 @pytest.fixture(scope="module")
 def backfill_runs(services, world) -> list[dict]:
     """With the sensor off, two more dumps: Materialize all → pick both → Launch backfill."""
-    services.stop_sensor("new_dumps")
     for dump in BACKFILL_DUMPS:
         write_sample_dump(world["source"], dump, rows=ROWS, files=1)
     backfill_id = services.launch_backfill(signing_asset_keys(), BACKFILL_DUMPS)
@@ -130,7 +130,7 @@ def test_without_a_dagster_pg_variable_the_cli_names_it(world, migrated):
 
 def test_a_dump_materialized_from_the_cli_is_in_the_production_history(services, cli_materialized):
     assert_every_asset_materialized(services, [CLI_DUMP])
-    # the CLI's run; once the daemon is up, its sensors may score the dump in runs of their own
+    # the CLI's run, not one the daemon's automation launched for the dump
     [run] = [r for r in services.runs({"dagster/partition": CLI_DUMP}) if not tag(r, "dagster/sensor_name")]
     assert_steps_succeeded(run, chain_asset_keys())
 
@@ -160,6 +160,6 @@ def test_a_repeated_backfill_then_a_cli_run_re_runs_nothing_and_keeps_every_chec
     dumps = [CLI_DUMP, *BACKFILL_DUMPS]
     runs = backfill_again_then_cli(services, dumps, world["env"], world["home"])
     decided = [run_partition(run) for run in runs if tag(run, "dagster/sensor_name") == DECISIONS_SENSOR]
-    assert sorted(run_partition(run) for run in runs) == dumps, [  # no decision run
-        *describe_runs(runs), *why_each_requested(services, [deduplicated.key], decided)]
+    assert sorted(run_partition(run) for run in runs) == dumps, "\n".join([  # no decision run
+        *describe_runs(runs), *why_each_requested(services, [deduplicated.key], decided)])
     assert_check_results_belong_to_their_dumps(services, dumps)

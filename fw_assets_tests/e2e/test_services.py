@@ -78,8 +78,7 @@ def deployment_env(world: dict[str, Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def services(world):
-    with DagsterServices.running(world["home"], deployment_env(world)) as running:
-        running.stop_probe_scoring()
+    with DagsterServices.running(world["home"], deployment_env(world), sensors_off=("stale_losses",)) as running:
         yield running
 
 
