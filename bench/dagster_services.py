@@ -276,7 +276,9 @@ class DagsterServices:
         switched still ends and requests its runs (it may list a folder written after the switch),
         and the daemon, as it starts a tick, writes back the state it read just before: a switch
         made in between is undone (seen: `stale_losses` kept ticking after a test switched it off as
-        the daemon came up). So: switch, wait for the tick under way to end, and look again."""
+        the daemon came up). So: switch, wait for the tick under way to end, and look again. A tick
+        the daemon's loop is about to start, having read the state just before the switch, may still
+        come: a test that must exclude it passes the sensor in `sensors_off` instead."""
         for _ in range(3):
             state = self.sensor_state(sensor)
             data = self.graphql(
