@@ -136,6 +136,9 @@ class DagsterServices:
         if not self._sensors_off:
             self._start_daemon()
 
+    def _daemon_started(self) -> bool:
+        return any(service.name == "daemon" for service in self.services)
+
     def _start_daemon(self) -> None:
         self.services.append(
             Service("daemon", [str(BIN / "dagster-daemon"), "run", "-w", self._workspace], self.home, self._env))
@@ -152,7 +155,7 @@ class DagsterServices:
             error = entry.get("locationOrLoadError") or {}
             messages = [error.get("message")] + [cause["message"] for cause in error.get("causes", [])]
             assert not error.get("message"), f"code location {entry['name']} failed to load: {messages}"
-        if len(self.services) == 1:  # the daemon waits for `sensors_off`
+        if not self._daemon_started():  # it waits for `sensors_off`
             for sensor in self._sensors_off:
                 self.stop_sensor(sensor)
             self._start_daemon()
