@@ -43,7 +43,7 @@ import dagster as dg
 import psutil
 
 from bench.celery_local import DeployedWebserver, LocalDeployment
-from bench.dagster_services import DECISIONS_SENSOR, kept_asset_keys, signing_asset_keys, wait_for
+from bench.dagster_services import DECISIONS_SENSOR, PROBE_SCORING_SENSOR, kept_asset_keys, signing_asset_keys, wait_for
 from bench.run_overheads import (
     BEFORE_START,
     DECISIONS,
@@ -71,7 +71,7 @@ REPO = Path(__file__).resolve().parents[1]
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 COUNTED = ("deduplicated", "tokenized", "probe_loss")
 RUN_KINDS = (SIGNING, DECISIONS, SCORING)
-SENSORS = ("new_dumps", DECISIONS_SENSOR, "stale_losses")
+SENSORS = ("new_dumps", DECISIONS_SENSOR, PROBE_SCORING_SENSOR)
 RUNS = """{ runsOrError(filter: {}) { ... on Runs { results {
   runId jobName status creationTime startTime endTime tags { key value }
   stepStats { stepKey status startTime endTime }

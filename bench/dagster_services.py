@@ -32,6 +32,7 @@ STOP_GRACE_SECONDS = 30
 # What the CLI selects to run one dump's whole chain in one process.
 DUMP_CLI_SELECTION = f"group:{SIGNING_GROUP},group:{KEPT_GROUP}"
 DECISIONS_SENSOR = "decide_in_crawl_order"
+PROBE_SCORING_SENSOR = "stale_losses"
 RUN_TIMEOUT = 240  # seconds; a run of a small sample dump takes well under a minute here
 
 RUN_FIELDS = """runId jobName status tags { key value } stepStats { stepKey status }
@@ -256,23 +257,29 @@ class DagsterServices:
         )
         return data["sensorOrError"]["sensorState"]
 
-    def latest_ended_tick(self, sensor: str) -> dict | None:
-        """The sensor's latest tick that ended, as its *Automation* page lists it: timestamp, status,
-        runIds. A tick is stamped when it starts: one still evaluating may yet request runs."""
+    def ticks(self, sensor: str, limit: int) -> list[dict]:
+        """The sensor's latest ticks, newest first, as its *Automation* page lists them: timestamp,
+        status (STARTED while one still evaluates), runIds, skipReason."""
         data = self.graphql(
-            f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
-                 ... on Sensor {{ sensorState {{ ticks(limit: 3) {{
+            f"""query($sensor: String!, $limit: Int) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
+                 ... on Sensor {{ sensorState {{ ticks(limit: $limit) {{
                    timestamp status runIds skipReason }} }} }} }} }}""",
-            {"sensor": sensor},
+            {"sensor": sensor, "limit": limit},
         )
-        ticks = data["sensorOrError"]["sensorState"]["ticks"]
-        return next((tick for tick in ticks if tick["status"] != "STARTED"), None)
+        return data["sensorOrError"]["sensorState"]["ticks"]
+
+    def latest_ended_tick(self, sensor: str) -> dict | None:
+        """The sensor's latest tick that ended. A tick is stamped when it starts: one still
+        evaluating may yet request runs."""
+        return next((tick for tick in self.ticks(sensor, 3) if tick["status"] != "STARTED"), None)
 
     def stop_probe_scoring(self) -> None:
-        """The `stale_losses` sensor switched off, for a test whose subject is not probe losses
-        (test_source_deletion and bench/celery_arrivals score them): the shipped `demo` recipe's
-        probe would score every dump in a run of its own, ~3.5 CPU-seconds each."""
-        self.stop_sensor("stale_losses")
+        """The `stale_losses` sensor switched off while the daemon runs, for a test whose subject is
+        not probe losses (test_source_deletion and bench/celery_arrivals score them): the shipped
+        `demo` recipe's probe would score every dump in a run of its own, ~3.5 CPU-seconds each.
+        Where the test starts the daemon itself, `sensors_off=(PROBE_SCORING_SENSOR,)` does it
+        before the daemon's first tick."""
+        self.stop_sensor(PROBE_SCORING_SENSOR)
 
     def stop_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched off, until it stays off. A tick under way when it is
@@ -298,12 +305,7 @@ class DagsterServices:
         raise AssertionError(f"{sensor} was switched off three times and each time the daemon switched it on again")
 
     def _tick_under_way(self, sensor: str) -> bool:
-        data = self.graphql(
-            f"""query($sensor: String!) {{ sensorOrError(sensorSelector: {SENSOR_SELECTOR}) {{
-                 ... on Sensor {{ sensorState {{ ticks(limit: 1) {{ status }} }} }} }} }}""",
-            {"sensor": sensor},
-        )
-        return [tick["status"] for tick in data["sensorOrError"]["sensorState"]["ticks"]] == ["STARTED"]
+        return [tick["status"] for tick in self.ticks(sensor, 1)] == ["STARTED"]
 
     def start_sensor(self, sensor: str) -> None:
         """The sensor's *Running* toggle switched on."""

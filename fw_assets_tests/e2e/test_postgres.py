@@ -15,6 +15,7 @@ from bench.dagster_services import (
     BIN,
     DECISIONS_SENSOR,
     DUMP_CLI_SELECTION,
+    PROBE_SCORING_SENSOR,
     REPO_ROOT,
     DagsterServices,
     assert_check_results_belong_to_their_dumps,
@@ -91,7 +92,7 @@ def cli_materialized(world, migrated) -> str:
 def services(world, cli_materialized):
     # Both switched off before the daemon starts: the dumps are backfilled from the UI, and the
     # shipped recipe's probe would score each dump in a run of its own.
-    running = DagsterServices(world["home"], world["env"], sensors_off=("new_dumps", "stale_losses"))
+    running = DagsterServices(world["home"], world["env"], sensors_off=("new_dumps", PROBE_SCORING_SENSOR))
     try:
         running.wait_until_ready()
         yield running

@@ -19,6 +19,7 @@ from bench.dagster_services import (
     BIN,
     DECISIONS_SENSOR,
     DUMP_CLI_SELECTION,
+    PROBE_SCORING_SENSOR,
     REPO_ROOT,
     DagsterServices,
     HeadlessChromium,
@@ -78,7 +79,7 @@ def deployment_env(world: dict[str, Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def services(world):
-    with DagsterServices.running(world["home"], deployment_env(world), sensors_off=("stale_losses",)) as running:
+    with DagsterServices.running(world["home"], deployment_env(world), sensors_off=(PROBE_SCORING_SENSOR,)) as running:
         yield running
 
 
